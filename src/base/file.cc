@@ -1,0 +1,128 @@
+#include "base/file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+namespace upguard {
+namespace {
+
+constexpr size_t kBufferBytes = 1 << 20;
+
+std::string Errno() { return std::strerror(errno); }
+
+}  // namespace
+
+StatusOr<std::string> ReadFileToString(const std::string& path) {
+  if (IsDirectory(path)) return InvalidArgument(path + " is a directory, not a file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    if (!std::filesystem::exists(path)) return NotFound(path + ": no such file");
+    return IoError(path + ": cannot open: " + Errno());
+  }
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  if (in.bad()) return IoError(path + ": read failed: " + Errno());
+  return contents.str();
+}
+
+Status WriteFileAtomically(const std::string& path, const std::string& contents) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return IoError(tmp + ": cannot create: " + Errno());
+    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
+    if (!out) return IoError(tmp + ": write failed: " + Errno());
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return IoError("cannot rename " + tmp + " to " + path + ": " + Errno());
+  }
+  return Status::Ok();
+}
+
+Status MakeDirectories(const std::string& path) {
+  std::error_code error;
+  std::filesystem::create_directories(path, error);
+  if (error) return IoError("cannot create directory " + path + ": " + error.message());
+  return Status::Ok();
+}
+
+bool IsDirectory(const std::string& path) {
+  std::error_code error;
+  return std::filesystem::is_directory(path, error);
+}
+
+bool IsRegularFile(const std::string& path) {
+  std::error_code error;
+  return std::filesystem::is_regular_file(path, error);
+}
+
+StatusOr<std::vector<std::string>> ListDirectory(const std::string& path) {
+  std::error_code error;
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(path, error)) {
+    names.push_back(entry.path().filename().string());
+  }
+  if (error) return IoError("cannot list directory " + path + ": " + error.message());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+StatusOr<std::unique_ptr<OutputFile>> OutputFile::Create(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return IoError(path + ": cannot create: " + Errno());
+  auto file = std::unique_ptr<OutputFile>(new OutputFile(fd, path));
+  file->buffer_.reserve(kBufferBytes);
+  return file;
+}
+
+OutputFile::~OutputFile() { (void)Close(); }
+
+Status OutputFile::Write(const void* data, size_t size) {
+  if (fd_ < 0) return Internal(path_ + ": write after close");
+  const char* bytes = static_cast<const char*>(data);
+  if (buffer_.size() + size > kBufferBytes) RETURN_IF_ERROR(Flush());
+  if (size >= kBufferBytes) return WriteAll(bytes, size);
+  buffer_.append(bytes, size);
+  bytes_written_ += size;
+  return Status::Ok();
+}
+
+Status OutputFile::WriteAll(const char* data, size_t size) {
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::write(fd_, data + done, size - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return IoError(path_ + ": write failed at byte " + std::to_string(bytes_written_) + ": " +
+                     Errno() + " (is the disk full?)");
+    }
+    done += static_cast<size_t>(n);
+    if (data != buffer_.data()) bytes_written_ += static_cast<uint64_t>(n);
+  }
+  return Status::Ok();
+}
+
+Status OutputFile::Flush() {
+  if (fd_ < 0 || buffer_.empty()) return Status::Ok();
+  Status status = WriteAll(buffer_.data(), buffer_.size());
+  buffer_.clear();
+  return status;
+}
+
+Status OutputFile::Close() {
+  if (fd_ < 0) return Status::Ok();
+  Status status = Flush();
+  if (::close(fd_) != 0 && status.ok()) status = IoError(path_ + ": close failed: " + Errno());
+  fd_ = -1;
+  return status;
+}
+
+}  // namespace upguard

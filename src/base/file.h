@@ -1,0 +1,53 @@
+// Small file helpers that report failures as Status with the path and the OS reason.
+//
+//   ASSIGN_OR_RETURN(std::string bytes, ReadFileToString("runs/a/meta.json"));
+//   RETURN_IF_ERROR(WriteFileAtomically("runs/a/meta.json", json));
+//   ASSIGN_OR_RETURN(auto out, OutputFile::Create("runs/a/rank0.ugt"));
+//   RETURN_IF_ERROR(out->Write(data, size));
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "upguard/status.h"
+
+namespace upguard {
+
+StatusOr<std::string> ReadFileToString(const std::string& path);
+// Writes to "<path>.tmp" and renames, so readers never see a half-written file.
+Status WriteFileAtomically(const std::string& path, const std::string& contents);
+// mkdir -p.
+Status MakeDirectories(const std::string& path);
+bool IsDirectory(const std::string& path);
+bool IsRegularFile(const std::string& path);
+// Names (not paths) of the entries of a directory, sorted.
+StatusOr<std::vector<std::string>> ListDirectory(const std::string& path);
+
+// An append-only output file with a user-space buffer. Not thread-safe.
+class OutputFile {
+ public:
+  static StatusOr<std::unique_ptr<OutputFile>> Create(const std::string& path);
+  ~OutputFile();
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  Status Write(const void* data, size_t size);
+  // Hands buffered bytes to the OS (not fsync): a crash of the process after Flush loses nothing.
+  Status Flush();
+  Status Close();
+  uint64_t bytes_written() const { return bytes_written_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  OutputFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  Status WriteAll(const char* data, size_t size);
+
+  int fd_ = -1;
+  std::string path_;
+  std::string buffer_;
+  uint64_t bytes_written_ = 0;
+};
+
+}  // namespace upguard

@@ -1,0 +1,71 @@
+// The tensor digest: a 128-bit, order-aware, stable fingerprint of a tensor's logical values,
+// plus (for floating dtypes) magnitude statistics computed in the same pass.
+//
+// Normative definition: docs/formats/digest.md. Summary: the tensor's logical bytes in
+// row-major order are cut into fixed 64 KiB chunks; each chunk is hashed with XXH3-128; the
+// root is XXH3-128 over a header (domain tag, dtype, shape) followed by the chunk digests in
+// order. Any stride layout, any thread count, chunked or one-shot: the same digest.
+//
+//   upguard::DigestOptions options;  // stats on, 1 thread
+//   upguard::StatusOr<upguard::TensorDigest> d = upguard::DigestTensor(view, options);
+//   if (d.ok()) std::cout << d->digest.Hex();
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "upguard/status.h"
+#include "upguard/tensor.h"
+
+namespace upguard {
+
+// Size of one leaf chunk of logical bytes. Part of the format: changing it changes every digest.
+inline constexpr size_t kDigestChunkBytes = 64 * 1024;
+
+struct Digest128 {
+  uint64_t high = 0;
+  uint64_t low = 0;
+
+  bool operator==(const Digest128& other) const {
+    return high == other.high && low == other.low;
+  }
+  bool operator!=(const Digest128& other) const { return !(*this == other); }
+  // 32 lowercase hex digits, high word first (XXH128's canonical order).
+  std::string Hex() const;
+  // The first 8 hex digits, for tables.
+  std::string Short() const { return Hex().substr(0, 8); }
+};
+
+// Statistics over a floating tensor's values (float64 arithmetic). min/max/mean/l2 cover the
+// finite values only; with no finite value they are 0 and finite_count is 0.
+struct TensorStats {
+  double min = 0;
+  double max = 0;
+  double mean = 0;
+  double l2 = 0;  // sqrt(sum of squares of finite values)
+  uint64_t finite_count = 0;
+  uint64_t nan_count = 0;
+  uint64_t pos_inf_count = 0;
+  uint64_t neg_inf_count = 0;
+};
+
+struct DigestOptions {
+  bool stats = true;  // compute TensorStats for floating dtypes
+  int threads = 1;    // worker threads for large tensors; the digest does not depend on it
+};
+
+struct TensorDigest {
+  Digest128 digest;
+  bool has_stats = false;  // true for floating dtypes when options.stats
+  TensorStats stats;
+};
+
+// Fails (InvalidArgument) for kInvalid dtype, negative sizes or strides, or null data with
+// numel > 0. A tensor with zero elements has a valid digest (of its header).
+StatusOr<TensorDigest> DigestTensor(const TensorView& tensor, const DigestOptions& options);
+
+// Digest of an arbitrary byte string (used for scalars, RNG states, step digests):
+// XXH3-128 with seed 0, as Digest128.
+Digest128 DigestBytes(const void* data, size_t size);
+
+}  // namespace upguard

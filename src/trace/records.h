@@ -1,0 +1,88 @@
+// In-memory form of the records of a trace file (docs/formats/trace.md is the normative spec).
+//
+// Strings (op names, module paths, call sites, argument names and scalar texts) are interned:
+// records hold StringIds into the trace's StringTable. Id 0 is always the empty string.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "digest/digest.h"
+#include "upguard/tensor.h"
+
+namespace upguard {
+
+using StringId = uint32_t;
+inline constexpr StringId kEmptyString = 0;
+
+// Serialized: fixed values, never renumber.
+enum class Phase : uint8_t {
+  kOther = 0,
+  kForward = 1,
+  kBackward = 2,
+  kOptimizer = 3,
+};
+std::string_view PhaseName(Phase phase);  // "other", "forward", "backward", "optimizer"
+
+// What one argument (input) or result (output) of an op holds. Serialized: never renumber.
+enum class ArgKind : uint8_t {
+  kTensor = 1,  // a readable tensor: dtype, shape, digest, optional stats
+  kScalar = 2,  // a non-tensor value (number, bool, string, int list, ...): `text` is its repr
+  kAlias = 3,   // a tensor that only aliases an input (a view): dtype, shape; no digest
+  kUninit = 4,  // a tensor whose values are not defined yet (empty*, resize_): dtype, shape
+  kNone = 5,    // None / absent optional
+  kOpaque = 6,  // a tensor upguard cannot read (sparse, meta, another device): dtype, shape
+};
+std::string_view ArgKindName(ArgKind kind);
+
+struct ArgRecord {
+  ArgKind kind = ArgKind::kNone;
+  StringId name = kEmptyString;  // schema argument name ("self", "weight"); empty if unknown
+  DType dtype = DType::kInvalid;  // tensor kinds only
+  std::vector<int64_t> shape;     // tensor kinds only
+  Digest128 digest;               // kTensor: of the values; kScalar: of the text
+  bool has_stats = false;         // kTensor with a floating dtype
+  TensorStats stats;
+  StringId text = kEmptyString;  // kScalar only
+};
+
+struct OpRecord {
+  uint64_t seq = 0;     // index of the op in the rank's trace, in completion order, from 0
+  uint32_t step = 0;    // training step the op ran in
+  Phase phase = Phase::kOther;
+  uint32_t depth = 0;   // 0 = called by user code; n = nested inside n recorded ops
+  StringId op = kEmptyString;         // "aten::gelu"
+  StringId module = kEmptyString;     // "blocks.1.mlp.act"; empty outside modules
+  StringId call_site = kEmptyString;  // "model.py:87"
+  StringId node = kEmptyString;       // autograd node for backward ops ("GeluBackward0")
+  std::vector<ArgRecord> inputs;
+  std::vector<ArgRecord> outputs;
+};
+
+// Written after the last op of each step: how many ops the step recorded and a rolling digest
+// over their values (see trace.md), so a diff can skip identical steps without reading ops.
+struct StepEndRecord {
+  uint32_t step = 0;
+  uint64_t op_count = 0;
+  Digest128 digest;
+};
+
+// The interned strings of one trace. Ids are dense, assigned in order of first use from 1.
+class StringTable {
+ public:
+  StringTable() { strings_.emplace_back(); }
+  // Returns the id of `s`, adding it if new. `added` says whether it was new.
+  StringId Intern(std::string_view s, bool* added = nullptr);
+  // Precondition: id < size().
+  const std::string& Get(StringId id) const { return strings_[id]; }
+  size_t size() const { return strings_.size(); }
+
+ private:
+  std::vector<std::string> strings_;
+  std::unordered_map<std::string, StringId> ids_;
+};
+
+}  // namespace upguard

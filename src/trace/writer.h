@@ -1,0 +1,52 @@
+// TraceWriter: appends framed records to one rank's trace file (docs/formats/trace.md).
+//
+//   ASSIGN_OR_RETURN(auto writer, TraceWriter::Create("runs/a/rank0.ugt", meta_json));
+//   OpRecord op;
+//   op.op = writer->Intern("aten::gelu");
+//   ...
+//   RETURN_IF_ERROR(writer->WriteOp(op));   // assigns op.seq, folds it into the step digest
+//   RETURN_IF_ERROR(writer->EndStep(0));    // StepEnd record: op count + rolling digest
+//   RETURN_IF_ERROR(writer->Close());       // End record, flush
+//
+// Intern() writes a String record the first time a string is seen, so every id used by a
+// later record is defined before it. Not thread-safe: the recorder serializes calls.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "base/file.h"
+#include "trace/records.h"
+#include "upguard/status.h"
+
+namespace upguard {
+
+class TraceWriter {
+ public:
+  // Creates (truncates) `path` and writes the file header and the RunMeta record.
+  static StatusOr<std::unique_ptr<TraceWriter>> Create(const std::string& path,
+                                                       std::string_view meta_json);
+  ~TraceWriter();
+
+  StringId Intern(std::string_view s);
+  // Writes `op` with seq = number of ops written before it (the argument's seq is ignored).
+  Status WriteOp(const OpRecord& op);
+  // Writes a StepEnd for `step` covering the ops written since the previous EndStep.
+  Status EndStep(uint32_t step);
+  // Hands buffered records to the OS.
+  Status Flush();
+  // Writes the End record and closes. Idempotent.
+  Status Close();
+
+  uint64_t ops_written() const { return ops_written_; }
+  uint64_t bytes_written() const;
+
+ private:
+  class Impl;
+  explicit TraceWriter(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+  uint64_t ops_written_ = 0;
+};
+
+}  // namespace upguard
