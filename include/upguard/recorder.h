@@ -1,0 +1,126 @@
+// The recorder API: what a training engine calls to record its operators into a run directory.
+//
+// It knows nothing of PyTorch. The PyTorch adapter (python/src) implements it with ATen
+// RecordFunction callbacks; a C++ engine can call it directly:
+//
+//   upguard::RecorderOptions options;
+//   options.run_dir = "runs/a";
+//   ASSIGN_OR_RETURN(auto recorder, upguard::Recorder::Open(options));
+//   upguard::OpEvent op{"mylib::matmul", upguard::Phase::kForward};
+//   op.inputs = {upguard::Arg::Tensor("a", a_view), upguard::Arg::Tensor("b", b_view)};
+//   op.outputs = {upguard::Arg::Tensor("out", c_view)};
+//   recorder->Record(op);        // digests inputs and outputs now
+//   recorder->MarkStep();        // end of a training step
+//   recorder->Close();
+//
+// Ops that mutate their inputs must have the inputs digested before they run: call
+// DigestInputs() at op entry and Record() with the pre-digested inputs at exit.
+//
+// Thread-safe. Failures never propagate into the training: the first error disables the
+// recorder, is printed once to stderr, and is returned by Close().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trace/records.h"
+#include "upguard/status.h"
+#include "upguard/tensor.h"
+
+namespace upguard {
+
+// One input or output of an op as the engine sees it. Borrowed views: valid during the call.
+struct Arg {
+  ArgKind kind = ArgKind::kNone;
+  std::string_view name;
+  TensorView tensor;      // tensor kinds (for kAlias/kUninit/kOpaque only dtype and shape)
+  std::string_view text;  // kScalar
+
+  static Arg Tensor(std::string_view name, TensorView view) {
+    return {ArgKind::kTensor, name, view, {}};
+  }
+  static Arg Scalar(std::string_view name, std::string_view text) {
+    return {ArgKind::kScalar, name, {}, text};
+  }
+  static Arg Shaped(ArgKind kind, std::string_view name, TensorView view) {
+    return {kind, name, view, {}};
+  }
+  static Arg None(std::string_view name) { return {ArgKind::kNone, name, {}, {}}; }
+};
+
+struct OpEvent {
+  std::string_view op;
+  Phase phase = Phase::kOther;
+  uint32_t depth = 0;
+  std::string_view module;
+  std::string_view call_site;
+  std::string_view node;
+  std::vector<Arg> inputs;
+  std::vector<Arg> outputs;
+};
+
+// Steps [first, last) are recorded; last < 0 means no upper bound.
+struct StepRange {
+  int64_t first = 0;
+  int64_t last = -1;
+  bool Contains(int64_t step) const { return step >= first && (last < 0 || step < last); }
+};
+
+struct RecorderOptions {
+  std::string run_dir;
+  int rank = 0;
+  int world_size = 1;
+  StepRange steps;
+  int max_depth = -1;  // record ops nested at most this deep; -1 = every depth
+  // Glob patterns ('*' and '?') over op names; an op is recorded if it matches any. Empty = all.
+  std::vector<std::string> ops;
+  bool stats = true;
+  int digest_threads = 0;  // 0 = hardware concurrency
+  // A JSON object with engine facts (torch version, thread counts, argv, env...), merged into
+  // the rank's RunMeta record and into meta.json. Must parse as an object.
+  std::string engine_meta_json = "{}";
+};
+
+// Parses "A:B", "A:", ":B" or "N" (just step N) into a StepRange; errors name the text.
+StatusOr<StepRange> ParseStepRange(std::string_view text);
+// True if `name` matches the glob (only '*' and '?').
+bool GlobMatch(std::string_view pattern, std::string_view name);
+
+class Recorder {
+ public:
+  static StatusOr<std::unique_ptr<Recorder>> Open(const RecorderOptions& options);
+  ~Recorder();
+
+  // Cheap pre-check before digesting anything: recording enabled, current step in range,
+  // depth and op filters pass.
+  bool Wants(std::string_view op, uint32_t depth) const;
+
+  // Digests `args` now (e.g. inputs at op entry). The result feeds Record().
+  std::vector<ArgRecord> DigestArgs(const std::vector<Arg>& args);
+  // Records an op whose inputs were digested earlier by DigestArgs; digests the outputs now.
+  void Record(const OpEvent& op, std::vector<ArgRecord> inputs);
+  // Digests inputs and outputs now.
+  void Record(const OpEvent& op);
+
+  // Ends the current step (writes its StepEnd record if it is in range) and starts the next.
+  void MarkStep();
+  int64_t step() const;
+  bool enabled() const;
+
+  // Ends the last step if it recorded ops, closes the trace, writes meta.json (rank 0).
+  // Returns the first error the recorder met, if any.
+  Status Close();
+
+  uint64_t ops_recorded() const;
+  std::string trace_path() const;
+
+ private:
+  class Impl;
+  explicit Recorder(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace upguard

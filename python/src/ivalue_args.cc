@@ -1,0 +1,188 @@
+#include "ivalue_args.h"
+
+#include <cstdio>
+#include <sstream>
+
+namespace upguard::torch_adapter {
+namespace {
+
+DType ToDType(c10::ScalarType type) {
+  switch (type) {
+    case c10::ScalarType::Float: return DType::kFloat32;
+    case c10::ScalarType::Double: return DType::kFloat64;
+    case c10::ScalarType::Half: return DType::kFloat16;
+    case c10::ScalarType::BFloat16: return DType::kBFloat16;
+    case c10::ScalarType::Char: return DType::kInt8;
+    case c10::ScalarType::Byte: return DType::kUInt8;
+    case c10::ScalarType::Short: return DType::kInt16;
+    case c10::ScalarType::Int: return DType::kInt32;
+    case c10::ScalarType::Long: return DType::kInt64;
+    case c10::ScalarType::Bool: return DType::kBool;
+    case c10::ScalarType::ComplexFloat: return DType::kComplex64;
+    case c10::ScalarType::ComplexDouble: return DType::kComplex128;
+    default: return DType::kInvalid;
+  }
+}
+
+std::string FormatDouble(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.17g", value);
+  return text;
+}
+
+// A readable, exact text of a non-tensor value; equal values give equal texts.
+std::string ScalarText(const c10::IValue& value) {
+  if (value.isDouble()) return FormatDouble(value.toDouble());
+  if (value.isInt()) return std::to_string(value.toInt());
+  if (value.isBool()) return value.toBool() ? "True" : "False";
+  if (value.isString()) return "'" + value.toStringRef() + "'";
+  if (value.isComplexDouble()) {
+    c10::complex<double> z = value.toComplexDouble();
+    return "(" + FormatDouble(z.real()) + "+" + FormatDouble(z.imag()) + "j)";
+  }
+  if (value.isIntList() || value.isDoubleList() || value.isBoolList() || value.isList()) {
+    std::string text = "[";
+    const c10::List<c10::IValue> list = value.toList();
+    for (size_t idx = 0; idx < list.size(); ++idx) {
+      if (idx > 0) text += ", ";
+      text += ScalarText(list.get(idx));
+    }
+    return text + "]";
+  }
+  if (value.isDevice()) return value.toDevice().str();
+  std::ostringstream text;
+  text << "<" << value.tagKind() << ">";
+  return text.str();
+}
+
+bool ListHasTensor(const c10::IValue& value) {
+  if (!value.isList()) return false;
+  for (const c10::IValue& item : value.toListRef()) {
+    if (item.isTensor()) return true;
+  }
+  return false;
+}
+
+Arg TensorArg(const at::Tensor& tensor, std::string_view name, ArgKind wanted, ArgBatch* batch) {
+  if (!tensor.defined()) return Arg::None(name);
+  const at::Tensor& held = batch->tensors.emplace_back(tensor);
+  TensorView view;
+  view.dtype = ToDType(held.scalar_type());
+  view.ndim = static_cast<int>(held.dim());
+  view.sizes = held.sizes().data();
+  view.strides = nullptr;
+  const bool readable = held.layout() == c10::kStrided && held.device().is_cpu() &&
+                        held.has_storage() && view.dtype != DType::kInvalid &&
+                        !held.is_conj() && !held.is_neg();
+  if (!readable) return Arg::Shaped(ArgKind::kOpaque, name, view);
+  if (wanted == ArgKind::kTensor && Uninit().IsUninit(held)) wanted = ArgKind::kUninit;
+  if (wanted != ArgKind::kTensor) return Arg::Shaped(wanted, name, view);
+  view.strides = held.strides().data();
+  view.data = held.data_ptr();
+  return Arg::Tensor(name, view);
+}
+
+std::string_view Store(std::string text, ArgBatch* batch) {
+  return batch->strings.emplace_back(std::move(text));
+}
+
+void AppendValue(const c10::IValue& value, std::string_view name, ArgKind wanted, ArgBatch* batch) {
+  if (value.isTensor()) {
+    batch->args.push_back(TensorArg(value.toTensor(), name, wanted, batch));
+  } else if (value.isTensorList() || ListHasTensor(value)) {
+    c10::ArrayRef<c10::IValue> items = value.toListRef();
+    for (size_t idx = 0; idx < items.size(); ++idx) {
+      std::string_view item_name = Store(std::string(name) + "[" + std::to_string(idx) + "]", batch);
+      AppendValue(items[idx], item_name, wanted, batch);
+    }
+  } else if (value.isNone()) {
+    batch->args.push_back(Arg::None(name));
+  } else {
+    batch->args.push_back(Arg::Scalar(name, Store(ScalarText(value), batch)));
+  }
+}
+
+std::string_view NameOf(const std::vector<std::string>& names, size_t idx, const char* prefix,
+                        ArgBatch* batch) {
+  if (idx < names.size() && !names[idx].empty()) return names[idx];
+  return Store(prefix + std::to_string(idx), batch);
+}
+
+void ForEachTensor(const c10::IValue& value, const std::function<void(const at::Tensor&)>& fn) {
+  if (value.isTensor()) {
+    if (value.toTensor().defined()) fn(value.toTensor());
+  } else if (value.isList()) {
+    for (const c10::IValue& item : value.toListRef()) ForEachTensor(item, fn);
+  }
+}
+
+}  // namespace
+
+UninitTracker& Uninit() {
+  static auto* tracker = new UninitTracker();  // lives until exit; callbacks may run late
+  return *tracker;
+}
+
+void UninitTracker::MarkUninit(const at::Tensor& tensor) {
+  if (!tensor.has_storage()) return;
+  c10::StorageImpl* storage = tensor.storage().unsafeGetStorageImpl();
+  std::lock_guard<std::mutex> lock(mu_);
+  entries_[storage] = Entry{c10::weak_intrusive_ptr<c10::StorageImpl>(
+                                tensor.storage().getWeakStorageImpl()),
+                            tensor._version()};
+}
+
+void UninitTracker::MarkWritten(const at::Tensor& tensor) {
+  if (!tensor.has_storage()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (entries_.empty()) return;
+  entries_.erase(tensor.storage().unsafeGetStorageImpl());
+}
+
+bool UninitTracker::IsUninit(const at::Tensor& tensor) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (entries_.empty()) return false;
+  auto it = entries_.find(tensor.storage().unsafeGetStorageImpl());
+  return it != entries_.end() && it->second.version == tensor._version();
+}
+
+void UninitTracker::DropExpired() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    it = it->second.storage.expired() ? entries_.erase(it) : std::next(it);
+  }
+}
+
+void AppendInputs(const OpInfo& info, c10::ArrayRef<const c10::IValue> values, ArgBatch* batch) {
+  for (size_t idx = 0; idx < values.size(); ++idx) {
+    const bool is_out = idx < info.input_is_out.size() && info.input_is_out[idx];
+    AppendValue(values[idx], NameOf(info.input_names, idx, "arg", batch),
+                is_out ? ArgKind::kUninit : ArgKind::kTensor, batch);
+  }
+}
+
+void AppendOutputs(const OpInfo& info, const std::vector<c10::IValue>& values, ArgBatch* batch) {
+  for (size_t idx = 0; idx < values.size(); ++idx) {
+    ArgKind wanted = ArgKind::kTensor;
+    if (info.Result(idx) == ResultKind::kView) wanted = ArgKind::kAlias;
+    if (info.Result(idx) == ResultKind::kUninit) wanted = ArgKind::kUninit;
+    AppendValue(values[idx], NameOf(info.result_names, idx, "result", batch), wanted, batch);
+  }
+}
+
+void TrackResults(const OpInfo& info, const std::vector<c10::IValue>& values) {
+  for (size_t idx = 0; idx < values.size(); ++idx) {
+    switch (info.Result(idx)) {
+      case ResultKind::kUninit:
+        ForEachTensor(values[idx], [](const at::Tensor& t) { Uninit().MarkUninit(t); });
+        break;
+      case ResultKind::kValue:
+        ForEachTensor(values[idx], [](const at::Tensor& t) { Uninit().MarkWritten(t); });
+        break;
+      case ResultKind::kView:
+        break;
+    }
+  }
+}
+
+}  // namespace upguard::torch_adapter

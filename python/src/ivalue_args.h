@@ -1,0 +1,51 @@
+// Turns an op's boxed IValues into upguard::Args the core can digest.
+//
+// Tensors on the CPU with a strided layout become TensorViews over their memory (no copy, no
+// ATen call); other tensors are Opaque (dtype and shape only). Numbers, strings and lists
+// become Scalar text. Tensor lists expand into one Arg per element ("tensors[2]").
+#pragma once
+
+#include <ATen/core/ivalue.h>
+
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "op_info.h"
+#include "upguard/recorder.h"
+
+namespace upguard::torch_adapter {
+
+// Owns what the Args point into (tensor references, names, texts) until they are digested.
+struct ArgBatch {
+  std::vector<Arg> args;
+  std::deque<at::Tensor> tensors;
+  std::deque<std::string> strings;
+};
+
+// Storages whose contents are not defined yet (results of empty*, resize_), by version.
+// An input whose storage is listed at an unchanged version is recorded as kUninit.
+class UninitTracker {
+ public:
+  void MarkUninit(const at::Tensor& tensor);
+  void MarkWritten(const at::Tensor& tensor);
+  bool IsUninit(const at::Tensor& tensor);
+  void DropExpired();
+
+ private:
+  struct Entry {
+    c10::weak_intrusive_ptr<c10::StorageImpl> storage;  // holds the address, not the data
+    uint32_t version;
+  };
+  std::mutex mu_;
+  std::unordered_map<const c10::StorageImpl*, Entry> entries_;
+};
+
+UninitTracker& Uninit();
+
+void AppendInputs(const OpInfo& info, c10::ArrayRef<const c10::IValue> values, ArgBatch* batch);
+void AppendOutputs(const OpInfo& info, const std::vector<c10::IValue>& values, ArgBatch* batch);
+// Updates the UninitTracker from an op's results (called for every op, recorded or not).
+void TrackResults(const OpInfo& info, const std::vector<c10::IValue>& values);
+
+}  // namespace upguard::torch_adapter

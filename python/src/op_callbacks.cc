@@ -1,0 +1,311 @@
+// The ATen RecordFunction callbacks that feed every operator to the core Recorder.
+//
+// Two global callbacks: one for operators (FUNCTION scope, with inputs and outputs) and one
+// for scopes that set context (BACKWARD_FUNCTION: an autograd node is running;
+// USER_SCOPE "Optimizer.step#..." / "Optimizer.zero_grad#...": the optimizer is).
+//
+// Per thread we keep the nesting depth of operators, the forward module stack (pushed by the
+// Python nn.Module hooks), the running autograd nodes and the optimizer scope; they decide the
+// phase, module path and call site of each op. Inputs are digested at entry (before in-place
+// ops change them), outputs at exit. Backward ops get the module and call site of the forward
+// op that created their autograd node (matched by the autograd sequence number).
+//
+// Nothing here may disturb the training: all work is read-only, every callback catches all
+// exceptions, and the first failure turns recording off.
+#include <ATen/Parallel.h>
+#include <ATen/record_function.h>
+
+#include <pthread.h>
+
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+#include <unordered_map>
+
+#include "adapter.h"
+#include "call_site.h"
+#include "ivalue_args.h"
+#include "op_info.h"
+
+namespace upguard::torch_adapter {
+namespace {
+
+struct Origin {
+  std::string module;
+  std::string call_site;
+};
+
+struct Node {
+  std::string name;
+  Origin origin;
+  uint32_t saved_depth = 0;
+};
+
+struct ThreadState {
+  uint32_t depth = 0;
+  bool busy = false;
+  int optimizer = 0;
+  int zero_grad = 0;
+  std::vector<std::string> modules;
+  std::vector<Node> nodes;
+  std::string call_site;  // of the running top-level op
+};
+
+ThreadState& Tls() {
+  thread_local ThreadState state;
+  return state;
+}
+
+struct OpContext : at::ObserverContext {
+  std::vector<ArgRecord> inputs;
+  Phase phase = Phase::kOther;
+  uint32_t depth = 0;
+  std::string module;
+  std::string call_site;
+  std::string node;
+};
+
+std::atomic<Recorder*> g_recorder{nullptr};
+std::atomic<bool> g_explicit_steps{false};
+std::atomic<bool> g_backward_seen{false};
+std::mutex g_lifecycle_mu;  // Start / Stop
+std::vector<at::CallbackHandle> g_handles;
+std::vector<std::unique_ptr<Recorder>> g_recorders;  // closed ones stay alive: late callbacks
+
+std::mutex g_origin_mu;
+std::unordered_map<int64_t, Origin> g_origins;  // autograd sequence number -> forward op
+constexpr size_t kMaxOrigins = 1 << 20;
+
+bool StartsWith(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+Phase CurrentPhase(const ThreadState& ts) {
+  if (!ts.nodes.empty()) return Phase::kBackward;
+  if (ts.optimizer > 0) return Phase::kOptimizer;
+  if (ts.zero_grad > 0) return Phase::kOther;
+  if (!ts.modules.empty()) return Phase::kForward;
+  return g_backward_seen.load(std::memory_order_relaxed) ? Phase::kOther : Phase::kForward;
+}
+
+void RememberOrigin(int64_t seq_nr, const Origin& origin) {
+  std::lock_guard<std::mutex> lock(g_origin_mu);
+  if (g_origins.size() >= kMaxOrigins) g_origins.clear();
+  g_origins[seq_nr] = origin;
+}
+
+Origin LookupOrigin(int64_t seq_nr) {
+  std::lock_guard<std::mutex> lock(g_origin_mu);
+  auto it = g_origins.find(seq_nr);
+  return it == g_origins.end() ? Origin{} : it->second;
+}
+
+void Disable(const char* where, const char* what) {
+  Recorder* recorder = g_recorder.exchange(nullptr);
+  if (recorder != nullptr) {
+    std::fprintf(stderr, "upguard: recording stopped, training continues: %s: %s\n", where, what);
+  }
+}
+
+void StepBoundary(Recorder* recorder) {
+  recorder->MarkStep();
+  g_backward_seen.store(false);
+  {
+    std::lock_guard<std::mutex> lock(g_origin_mu);
+    g_origins.clear();
+  }
+  Uninit().DropExpired();
+}
+
+std::unique_ptr<at::ObserverContext> EnterOp(const at::RecordFunction& fn, ThreadState& ts,
+                                             uint32_t depth) {
+  Recorder* recorder = g_recorder.load(std::memory_order_acquire);
+  if (recorder == nullptr || ts.busy || at::in_parallel_region()) return nullptr;
+  const OpInfo& info = LookupOpInfo(fn);
+  if (info.skip) return nullptr;
+
+  const Phase phase = CurrentPhase(ts);
+  const bool backward = phase == Phase::kBackward;
+  if (depth == 0 && !backward) ts.call_site = CurrentCallSite();
+  const std::string& module =
+      backward ? ts.nodes.back().origin.module : (ts.modules.empty() ? "" : ts.modules.back());
+  const std::string& call_site = backward ? ts.nodes.back().origin.call_site : ts.call_site;
+  if (phase == Phase::kForward && fn.seqNr() >= 0) {
+    RememberOrigin(fn.seqNr(), Origin{module, call_site});
+  }
+  if (!recorder->Wants(fn.name(), depth)) return nullptr;
+
+  ts.busy = true;
+  auto ctx = std::make_unique<OpContext>();
+  ctx->phase = phase;
+  ctx->depth = depth;
+  ctx->module = module;
+  ctx->call_site = call_site;
+  if (backward) ctx->node = ts.nodes.back().name;
+  ArgBatch batch;
+  AppendInputs(info, fn.inputs(), &batch);
+  ctx->inputs = recorder->DigestArgs(batch.args);
+  ts.busy = false;
+  return ctx;
+}
+
+std::unique_ptr<at::ObserverContext> OnOpEnter(const at::RecordFunction& fn) {
+  ThreadState& ts = Tls();
+  const uint32_t depth = ts.depth++;
+  try {
+    return EnterOp(fn, ts, depth);
+  } catch (const std::exception& e) {
+    ts.busy = false;
+    Disable(fn.name(), e.what());
+  } catch (...) {
+    ts.busy = false;
+    Disable(fn.name(), "unknown exception");
+  }
+  return nullptr;
+}
+
+void ExitOp(const at::RecordFunction& fn, at::ObserverContext* ctx_base, ThreadState& ts) {
+  Recorder* recorder = g_recorder.load(std::memory_order_acquire);
+  if (recorder == nullptr || ts.busy) return;
+  const OpInfo& info = LookupOpInfo(fn);
+  TrackResults(info, fn.outputs());
+  if (ctx_base == nullptr) return;
+  auto* ctx = static_cast<OpContext*>(ctx_base);
+  ts.busy = true;
+  ArgBatch batch;
+  AppendOutputs(info, fn.outputs(), &batch);
+  OpEvent event;
+  event.op = fn.name();
+  event.phase = ctx->phase;
+  event.depth = ctx->depth;
+  event.module = ctx->module;
+  event.call_site = ctx->call_site;
+  event.node = ctx->node;
+  event.outputs = std::move(batch.args);
+  recorder->Record(event, std::move(ctx->inputs));
+  ts.busy = false;
+}
+
+void OnOpExit(const at::RecordFunction& fn, at::ObserverContext* ctx) {
+  ThreadState& ts = Tls();
+  if (ts.depth > 0) --ts.depth;
+  try {
+    ExitOp(fn, ctx, ts);
+  } catch (const std::exception& e) {
+    ts.busy = false;
+    Disable(fn.name(), e.what());
+  } catch (...) {
+    ts.busy = false;
+    Disable(fn.name(), "unknown exception");
+  }
+}
+
+std::unique_ptr<at::ObserverContext> OnScopeEnter(const at::RecordFunction& fn) {
+  ThreadState& ts = Tls();
+  try {
+    if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
+      // Ops inside an autograd node count their depth from the node.
+      ts.nodes.push_back(Node{fn.name(), LookupOrigin(fn.seqNr()), ts.depth});
+      ts.depth = 0;
+      g_backward_seen.store(true, std::memory_order_relaxed);
+    } else if (StartsWith(fn.name(), "Optimizer.step#")) {
+      ++ts.optimizer;
+    } else if (StartsWith(fn.name(), "Optimizer.zero_grad#")) {
+      ++ts.zero_grad;
+    }
+  } catch (...) {
+    Disable(fn.name(), "scope bookkeeping failed");
+  }
+  return nullptr;
+}
+
+void OnScopeExit(const at::RecordFunction& fn, at::ObserverContext*) {
+  ThreadState& ts = Tls();
+  if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
+    if (ts.nodes.empty()) return;
+    ts.depth = ts.nodes.back().saved_depth;
+    ts.nodes.pop_back();
+  } else if (StartsWith(fn.name(), "Optimizer.step#")) {
+    if (ts.optimizer > 0 && --ts.optimizer == 0 && !g_explicit_steps.load()) {
+      Recorder* recorder = g_recorder.load(std::memory_order_acquire);
+      if (recorder != nullptr) StepBoundary(recorder);
+    }
+  } else if (StartsWith(fn.name(), "Optimizer.zero_grad#")) {
+    if (ts.zero_grad > 0) --ts.zero_grad;
+  }
+}
+
+// A forked child (a DataLoader worker) must never write into the parent's trace: forget the
+// recorders without closing them, so no buffered bytes reach the shared file descriptor.
+void ForgetRecordersInChild() {
+  g_recorder.store(nullptr);
+  for (std::unique_ptr<Recorder>& recorder : g_recorders) (void)recorder.release();
+  g_recorders.clear();
+}
+
+}  // namespace
+
+Status Start(const AdapterOptions& options) {
+  std::lock_guard<std::mutex> lock(g_lifecycle_mu);
+  if (g_recorder.load() != nullptr) {
+    return FailedPrecondition("upguard is already recording to " +
+                              g_recorder.load()->trace_path() + "; stop that recording first");
+  }
+  static const int fork_handler = pthread_atfork(nullptr, nullptr, ForgetRecordersInChild);
+  (void)fork_handler;
+  ASSIGN_OR_RETURN(std::unique_ptr<Recorder> recorder, Recorder::Open(options.recorder));
+  ConfigureCallSites(options.skip_prefixes, options.cwd);
+  g_explicit_steps.store(false);
+  g_backward_seen.store(false);
+  g_recorders.push_back(std::move(recorder));
+  g_recorder.store(g_recorders.back().get(), std::memory_order_release);
+  g_handles.push_back(at::addGlobalCallback(at::RecordFunctionCallback(OnOpEnter, OnOpExit)
+                                                .needsInputs(true)
+                                                .needsOutputs(true)
+                                                .scopes({at::RecordScope::FUNCTION})));
+  g_handles.push_back(at::addGlobalCallback(
+      at::RecordFunctionCallback(OnScopeEnter, OnScopeExit)
+          .scopes({at::RecordScope::BACKWARD_FUNCTION, at::RecordScope::USER_SCOPE})));
+  return Status::Ok();
+}
+
+Status Stop() {
+  std::lock_guard<std::mutex> lock(g_lifecycle_mu);
+  for (at::CallbackHandle handle : g_handles) at::removeCallback(handle);
+  g_handles.clear();
+  g_recorder.store(nullptr, std::memory_order_release);
+  if (g_recorders.empty()) return Status::Ok();
+  return g_recorders.back()->Close();
+}
+
+bool Active() { return g_recorder.load() != nullptr; }
+
+void MarkStep() {
+  g_explicit_steps.store(true);
+  Recorder* recorder = g_recorder.load(std::memory_order_acquire);
+  if (recorder != nullptr) StepBoundary(recorder);
+}
+
+int64_t CurrentStep() {
+  std::lock_guard<std::mutex> lock(g_lifecycle_mu);
+  return g_recorders.empty() ? 0 : g_recorders.back()->step();
+}
+
+uint64_t OpsRecorded() {
+  std::lock_guard<std::mutex> lock(g_lifecycle_mu);
+  return g_recorders.empty() ? 0 : g_recorders.back()->ops_recorded();
+}
+
+std::string TracePath() {
+  std::lock_guard<std::mutex> lock(g_lifecycle_mu);
+  return g_recorders.empty() ? "" : g_recorders.back()->trace_path();
+}
+
+void EnterModule(const std::string& path) { Tls().modules.push_back(path); }
+
+void ExitModule() {
+  ThreadState& ts = Tls();
+  if (!ts.modules.empty()) ts.modules.pop_back();
+}
+
+}  // namespace upguard::torch_adapter

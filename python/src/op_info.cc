@@ -1,0 +1,63 @@
+#include "op_info.h"
+
+#include <mutex>
+#include <string_view>
+#include <unordered_map>
+
+namespace upguard::torch_adapter {
+namespace {
+
+bool StartsWith(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+// Ops whose results hold no defined values yet.
+bool DefinesNoValues(std::string_view name) {
+  return StartsWith(name, "aten::empty") || StartsWith(name, "aten::new_empty") ||
+         StartsWith(name, "aten::_empty") || name == "aten::resize_" ||
+         name == "aten::resize_as_";
+}
+
+OpInfo Build(const at::RecordFunction& fn) {
+  OpInfo info;
+  std::string_view name = fn.name();
+  info.skip = StartsWith(name, "profiler::");
+  c10::optional<c10::FunctionSchema> schema = fn.operator_schema();
+  if (!schema) return info;
+  const bool no_values = DefinesNoValues(name);
+  for (const c10::Argument& arg : schema->arguments()) {
+    info.input_names.push_back(arg.name());
+    info.input_is_out.push_back(arg.is_out());
+  }
+  for (const c10::Argument& ret : schema->returns()) {
+    const c10::AliasInfo* alias = ret.alias_info();
+    ResultKind kind = ResultKind::kValue;
+    if (no_values) {
+      kind = ResultKind::kUninit;
+    } else if (alias != nullptr && !alias->isWrite()) {
+      kind = ResultKind::kView;
+    }
+    info.results.push_back(kind);
+    info.result_names.push_back(ret.name());
+  }
+  return info;
+}
+
+}  // namespace
+
+const OpInfo& LookupOpInfo(const at::RecordFunction& fn) {
+  thread_local std::unordered_map<std::string, const OpInfo*> local;
+  const char* name = fn.name();
+  auto it = local.find(name);
+  if (it != local.end()) return *it->second;
+
+  static std::mutex mu;
+  static auto* shared = new std::unordered_map<std::string, OpInfo>();  // never freed
+  std::lock_guard<std::mutex> lock(mu);
+  auto shared_it = shared->find(name);
+  if (shared_it == shared->end()) shared_it = shared->emplace(name, Build(fn)).first;
+  local.emplace(name, &shared_it->second);
+  return shared_it->second;
+}
+
+}  // namespace upguard::torch_adapter

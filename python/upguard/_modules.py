@@ -1,0 +1,59 @@
+"""Module paths for every op, from global nn.Module forward hooks.
+
+A module's path is found the first time it runs: its attribute name in the module that is
+running around it ("blocks.1.mlp.act"); the outermost module has the path "".
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any, Callable, List
+
+import torch
+
+from upguard import _C
+
+
+class ModuleScopes:
+    def __init__(self) -> None:
+        self._paths: "weakref.WeakKeyDictionary[torch.nn.Module, str]" = weakref.WeakKeyDictionary()
+        self._stack: List[torch.nn.Module] = []
+        self._handles: List[Any] = []
+
+    def install(self) -> None:
+        hooks = torch.nn.modules.module
+        self._handles = [
+            hooks.register_module_forward_pre_hook(self._enter),
+            hooks.register_module_forward_hook(self._exit),
+        ]
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+        self._stack = []
+
+    def path_of(self, module: torch.nn.Module) -> str:
+        path = self._paths.get(module)
+        if path is not None:
+            return path
+        path = ""
+        if self._stack:
+            parent = self._stack[-1]
+            parent_path = self._paths.get(parent, "")
+            name = next((n for n, m in parent._modules.items() if m is module), None)
+            if name is None:  # called from a module that does not own it
+                name = type(module).__name__
+            path = f"{parent_path}.{name}" if parent_path else name
+        self._paths[module] = path
+        return path
+
+    def _enter(self, module: torch.nn.Module, inputs: Any) -> None:
+        path = self.path_of(module)
+        self._stack.append(module)
+        _C.enter_module(path)
+
+    def _exit(self, module: torch.nn.Module, inputs: Any, output: Any) -> None:
+        if self._stack and self._stack[-1] is module:
+            self._stack.pop()
+            _C.exit_module()

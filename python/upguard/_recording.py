@@ -1,0 +1,100 @@
+"""Starting and stopping a recording from Python."""
+
+from __future__ import annotations
+
+import os
+from typing import Optional, Sequence, Union
+
+import torch
+
+from upguard import _C
+from upguard._meta import engine_meta_json
+from upguard._modules import ModuleScopes
+
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
+_UPGUARD_DIR = os.path.dirname(os.path.abspath(__file__))
+
+_active: Optional["Recording"] = None
+
+
+class Recording:
+    """One recording of this process into ``run_dir/rank<N>.ugt``. Use as a context manager."""
+
+    def __init__(self, run_dir: str, *, steps: Union[str, None] = None,
+                 max_depth: Optional[int] = None, ops: Sequence[str] = (), stats: bool = True,
+                 rank: Optional[int] = None, world_size: Optional[int] = None) -> None:
+        self.run_dir = os.path.abspath(run_dir)
+        self.steps = steps
+        self.max_depth = -1 if max_depth is None else int(max_depth)
+        self.ops = list(ops)
+        self.stats = stats
+        self.rank = int(os.environ.get("RANK", "0")) if rank is None else rank
+        self.world_size = int(os.environ.get("WORLD_SIZE", "1")) if world_size is None else world_size
+        self._scopes = ModuleScopes()
+        self._running = False
+
+    def start(self) -> "Recording":
+        global _active
+        if _active is not None:
+            raise RuntimeError(f"upguard is already recording to {_active.run_dir}; stop it first")
+        _C.start(self.run_dir, self.rank, self.world_size, self.steps, self.max_depth, self.ops,
+                 self.stats, engine_meta_json(), [_TORCH_DIR + os.sep, _UPGUARD_DIR + os.sep],
+                 os.getcwd())
+        self._scopes.install()
+        self._running = True
+        _active = self
+        return self
+
+    def stop(self) -> None:
+        global _active
+        if not self._running:
+            return
+        self._running = False
+        _active = None
+        self._scopes.remove()
+        _C.stop()
+
+    @property
+    def trace_path(self) -> str:
+        return os.path.join(self.run_dir, f"rank{self.rank}.ugt")
+
+    @property
+    def ops_recorded(self) -> int:
+        return _C.ops_recorded()
+
+    def __enter__(self) -> "Recording":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def record(run_dir: str, **options: object) -> Recording:
+    """A context manager that records every op run inside it into ``run_dir``.
+
+    Options: ``steps="A:B"`` (record steps A..B-1; also "N", "A:", ":B"), ``max_depth=0`` (only
+    ops called from user code; default: every nested op), ``ops=["aten::*mm*"]`` (op-name
+    globs), ``stats=False`` (digests only), ``rank`` / ``world_size`` (default: $RANK,
+    $WORLD_SIZE).
+    """
+    return Recording(run_dir, **options)  # type: ignore[arg-type]
+
+
+def start(run_dir: str, **options: object) -> Recording:
+    """Starts recording without a ``with`` block; call :func:`stop` at the end."""
+    return Recording(run_dir, **options).start()  # type: ignore[arg-type]
+
+
+def stop() -> None:
+    """Stops the active recording (if any) and closes its trace."""
+    if _active is not None:
+        _active.stop()
+
+
+def step() -> None:
+    """Marks the end of a training step. Once called, optimizer.step() no longer ends steps."""
+    _C.step()
+
+
+def is_recording() -> bool:
+    return _C.is_recording()

@@ -1,0 +1,249 @@
+// Recorder: digests op arguments off the lock, then interns strings and appends records under
+// one mutex. The first failure disables recording (training goes on) and is kept for Close().
+#include "upguard/recorder.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "base/file.h"
+#include "digest/digest.h"
+#include "trace/writer.h"
+#include "upguard/version.h"
+
+namespace upguard {
+namespace {
+
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
+  return name;
+}
+
+nlohmann::json RecordOptionsJson(const RecorderOptions& options) {
+  nlohmann::json steps = {{"first", options.steps.first}};
+  steps["last"] = options.steps.last < 0 ? nlohmann::json(nullptr) : nlohmann::json(options.steps.last);
+  return {{"steps", steps},
+          {"max_depth", options.max_depth},
+          {"ops", options.ops},
+          {"stats", options.stats}};
+}
+
+}  // namespace
+
+class Recorder::Impl {
+ public:
+  explicit Impl(const RecorderOptions& options) : options_(options) {
+    digest_options_.stats = options.stats;
+    digest_options_.threads = options.digest_threads > 0
+                                  ? options.digest_threads
+                                  : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+
+  Status Open() {
+    nlohmann::json engine = nlohmann::json::parse(options_.engine_meta_json, nullptr, false);
+    if (!engine.is_object()) {
+      return InvalidArgument("recorder engine metadata is not a JSON object: " +
+                             options_.engine_meta_json.substr(0, 80));
+    }
+    RETURN_IF_ERROR(MakeDirectories(options_.run_dir));
+    meta_ = engine;
+    meta_["upguard_version"] = kUpguardVersion;
+    meta_["trace_version"] = 1;
+    meta_["rank"] = options_.rank;
+    meta_["world_size"] = options_.world_size;
+    meta_["hostname"] = HostName();
+    meta_["pid"] = static_cast<int64_t>(getpid());
+    meta_["record_options"] = RecordOptionsJson(options_);
+    meta_["start_time"] = std::chrono::duration_cast<std::chrono::seconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+    trace_path_ = options_.run_dir + "/rank" + std::to_string(options_.rank) + ".ugt";
+    ASSIGN_OR_RETURN(writer_, TraceWriter::Create(trace_path_, meta_.dump()));
+    if (options_.rank == 0) RETURN_IF_ERROR(WriteRunMeta(/*complete=*/false));
+    return Status::Ok();
+  }
+
+  Status WriteRunMeta(bool complete) {
+    nlohmann::json run = meta_;
+    run.erase("rank");
+    run.erase("pid");
+    run["complete"] = complete;
+    return WriteFileAtomically(options_.run_dir + "/meta.json", run.dump(2) + "\n");
+  }
+
+  bool Wants(std::string_view op, uint32_t depth) const {
+    if (!enabled_.load(std::memory_order_relaxed)) return false;
+    if (!options_.steps.Contains(step_.load(std::memory_order_relaxed))) return false;
+    if (options_.max_depth >= 0 && depth > static_cast<uint32_t>(options_.max_depth)) return false;
+    if (options_.ops.empty()) return true;
+    for (const std::string& pattern : options_.ops) {
+      if (GlobMatch(pattern, op)) return true;
+    }
+    return false;
+  }
+
+  // Digests without the lock; names and texts are interned later, under it.
+  void DigestInto(const std::vector<Arg>& args, std::vector<ArgRecord>* out) {
+    out->resize(args.size());
+    for (size_t arg_idx = 0; arg_idx < args.size(); ++arg_idx) {
+      const Arg& arg = args[arg_idx];
+      ArgRecord& rec = (*out)[arg_idx];
+      rec.kind = arg.kind;
+      if (arg.kind == ArgKind::kScalar) {
+        rec.digest = DigestBytes(arg.text.data(), arg.text.size());
+        continue;
+      }
+      if (arg.kind == ArgKind::kNone) continue;
+      rec.dtype = arg.tensor.dtype;
+      rec.shape.assign(arg.tensor.sizes, arg.tensor.sizes + arg.tensor.ndim);
+      if (arg.kind != ArgKind::kTensor) continue;
+      StatusOr<TensorDigest> digest = DigestTensor(arg.tensor, digest_options_);
+      if (!digest.ok()) {
+        Fail(digest.status());
+        continue;
+      }
+      rec.digest = digest->digest;
+      rec.has_stats = digest->has_stats;
+      rec.stats = digest->stats;
+    }
+  }
+
+  // Requires mu_.
+  void InternNames(const std::vector<Arg>& args, std::vector<ArgRecord>* out) {
+    for (size_t arg_idx = 0; arg_idx < args.size(); ++arg_idx) {
+      (*out)[arg_idx].name = writer_->Intern(args[arg_idx].name);
+      if (args[arg_idx].kind == ArgKind::kScalar) {
+        (*out)[arg_idx].text = writer_->Intern(args[arg_idx].text);
+      }
+    }
+  }
+
+  std::vector<ArgRecord> DigestArgs(const std::vector<Arg>& args) {
+    std::vector<ArgRecord> records;
+    DigestInto(args, &records);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (writer_) InternNames(args, &records);
+    return records;
+  }
+
+  void Record(const OpEvent& op, std::vector<ArgRecord> inputs) {
+    OpRecord record;
+    DigestInto(op.outputs, &record.outputs);
+    record.inputs = std::move(inputs);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!writer_ || !enabled_.load()) return;
+    InternNames(op.outputs, &record.outputs);
+    record.step = static_cast<uint32_t>(step_.load());
+    record.phase = op.phase;
+    record.depth = op.depth;
+    record.op = writer_->Intern(op.op);
+    record.module = writer_->Intern(op.module);
+    record.call_site = writer_->Intern(op.call_site);
+    record.node = writer_->Intern(op.node);
+    Status status = writer_->WriteOp(record);
+    if (!status.ok()) return FailLocked(status);
+    ++ops_in_step_;
+  }
+
+  void MarkStep() {
+    std::lock_guard<std::mutex> lock(mu_);
+    EndStepLocked();
+    step_.fetch_add(1);
+    ops_in_step_ = 0;
+  }
+
+  void EndStepLocked() {
+    if (!writer_ || !enabled_.load()) return;
+    if (!options_.steps.Contains(step_.load())) return;
+    Status status = writer_->EndStep(static_cast<uint32_t>(step_.load()));
+    if (status.ok()) status = writer_->Flush();
+    if (!status.ok()) FailLocked(status);
+  }
+
+  Status Close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!writer_) return first_error_;
+    if (ops_in_step_ > 0) EndStepLocked();
+    Status status = writer_->Close();
+    if (!status.ok()) FailLocked(status);
+    ops_total_ = writer_->ops_written();
+    writer_.reset();
+    enabled_.store(false);
+    if (options_.rank == 0) {
+      Status meta_status = WriteRunMeta(/*complete=*/first_error_.ok());
+      if (!meta_status.ok() && first_error_.ok()) first_error_ = meta_status;
+    }
+    return first_error_;
+  }
+
+  void Fail(const Status& status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    FailLocked(status);
+  }
+
+  void FailLocked(const Status& status) {
+    if (!first_error_.ok()) return;
+    first_error_ = status;
+    enabled_.store(false);
+    std::fprintf(stderr, "upguard: recording stopped, training continues: %s\n",
+                 status.message().c_str());
+  }
+
+  int64_t step() const { return step_.load(); }
+  bool enabled() const { return enabled_.load(); }
+  uint64_t ops_recorded() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return writer_ ? writer_->ops_written() : ops_total_;
+  }
+  const std::string& trace_path() const { return trace_path_; }
+
+ private:
+  const RecorderOptions options_;
+  DigestOptions digest_options_;
+  nlohmann::json meta_;
+  std::string trace_path_;
+  mutable std::mutex mu_;
+  std::unique_ptr<TraceWriter> writer_;  // guarded by mu_
+  std::atomic<bool> enabled_{true};
+  std::atomic<int64_t> step_{0};
+  uint64_t ops_in_step_ = 0;  // guarded by mu_
+  uint64_t ops_total_ = 0;    // guarded by mu_
+  Status first_error_;        // guarded by mu_
+};
+
+Recorder::Recorder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Recorder::~Recorder() { (void)impl_->Close(); }
+
+StatusOr<std::unique_ptr<Recorder>> Recorder::Open(const RecorderOptions& options) {
+  if (options.run_dir.empty()) return InvalidArgument("recorder: run_dir is empty; pass -o DIR");
+  if (options.world_size < 1 || options.rank < 0 || options.rank >= options.world_size) {
+    return InvalidArgument("recorder: rank " + std::to_string(options.rank) +
+                           " is outside world size " + std::to_string(options.world_size));
+  }
+  auto impl = std::make_unique<Impl>(options);
+  RETURN_IF_ERROR(impl->Open());
+  return std::unique_ptr<Recorder>(new Recorder(std::move(impl)));
+}
+
+bool Recorder::Wants(std::string_view op, uint32_t depth) const { return impl_->Wants(op, depth); }
+std::vector<ArgRecord> Recorder::DigestArgs(const std::vector<Arg>& args) {
+  return impl_->DigestArgs(args);
+}
+void Recorder::Record(const OpEvent& op, std::vector<ArgRecord> inputs) {
+  impl_->Record(op, std::move(inputs));
+}
+void Recorder::Record(const OpEvent& op) { impl_->Record(op, impl_->DigestArgs(op.inputs)); }
+void Recorder::MarkStep() { impl_->MarkStep(); }
+int64_t Recorder::step() const { return impl_->step(); }
+bool Recorder::enabled() const { return impl_->enabled(); }
+Status Recorder::Close() { return impl_->Close(); }
+uint64_t Recorder::ops_recorded() const { return impl_->ops_recorded(); }
+std::string Recorder::trace_path() const { return impl_->trace_path(); }
+
+}  // namespace upguard

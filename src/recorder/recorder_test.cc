@@ -1,0 +1,114 @@
+#include "upguard/recorder.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "base/file.h"
+#include "trace/reader.h"
+
+namespace upguard {
+namespace {
+
+std::string FreshDir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / ("upguard_recorder_test_" + name);
+  std::filesystem::remove_all(dir);
+  return dir.string();
+}
+
+std::vector<TraceRecord> ReadAll(const std::string& path, std::unique_ptr<TraceReader>* keep) {
+  auto reader = TraceReader::Open(path);
+  EXPECT_TRUE(reader.ok()) << reader.status().message();
+  std::vector<TraceRecord> records;
+  TraceRecord record;
+  while (*(*reader)->Next(&record)) records.push_back(record);
+  *keep = std::move(*reader);
+  return records;
+}
+
+// A C++ engine records without torch: two steps of y = x * w, with an in-place update.
+TEST(RecorderTest, RecordsOpsStepsAndMetadataWithoutTorch) {
+  RecorderOptions options;
+  options.run_dir = FreshDir("engine");
+  options.engine_meta_json = R"({"engine":"test"})";
+  auto recorder = Recorder::Open(options);
+  ASSERT_TRUE(recorder.ok()) << recorder.status().message();
+
+  float x[4] = {1, 2, 3, 4}, w[4] = {0.5f, 0.5f, 0.5f, 0.5f}, y[4];
+  int64_t sizes[] = {4}, strides[] = {1};
+  for (int step = 0; step < 2; ++step) {
+    std::vector<Arg> inputs = {Arg::Tensor("x", {DType::kFloat32, sizes, strides, 1, x}),
+                               Arg::Tensor("w", {DType::kFloat32, sizes, strides, 1, w}),
+                               Arg::Scalar("alpha", "1")};
+    std::vector<ArgRecord> digested = (*recorder)->DigestArgs(inputs);
+    for (int idx = 0; idx < 4; ++idx) y[idx] = x[idx] * w[idx];
+    OpEvent op{"engine::mul", Phase::kForward, 0, "layer0", "engine.cc:1", ""};
+    op.outputs = {Arg::Tensor("out", {DType::kFloat32, sizes, strides, 1, y})};
+    (*recorder)->Record(op, std::move(digested));
+    w[0] += 1;  // the "optimizer"
+    (*recorder)->MarkStep();
+  }
+  ASSERT_TRUE((*recorder)->Close().ok());
+  EXPECT_EQ((*recorder)->ops_recorded(), 2u);
+
+  std::unique_ptr<TraceReader> reader;
+  std::vector<TraceRecord> records = ReadAll(options.run_dir + "/rank0.ugt", &reader);
+  ASSERT_EQ(records.size(), 4u);  // op, stepend, op, stepend
+  EXPECT_TRUE(reader->complete());
+  const OpRecord& first = records[0].op;
+  EXPECT_EQ(reader->strings().Get(first.op), "engine::mul");
+  EXPECT_EQ(reader->strings().Get(first.module), "layer0");
+  EXPECT_EQ(first.phase, Phase::kForward);
+  ASSERT_EQ(first.inputs.size(), 3u);
+  EXPECT_EQ(reader->strings().Get(first.inputs[1].name), "w");
+  EXPECT_EQ(reader->strings().Get(first.inputs[2].text), "1");
+  EXPECT_TRUE(first.outputs[0].has_stats);
+  EXPECT_DOUBLE_EQ(first.outputs[0].stats.max, 2.0);
+  const OpRecord& second = records[2].op;
+  EXPECT_EQ(second.step, 1u);
+  EXPECT_EQ(second.inputs[0].digest, first.inputs[0].digest);  // x unchanged
+  EXPECT_NE(second.inputs[1].digest, first.inputs[1].digest);  // w updated
+  EXPECT_NE(records[1].step_end.digest, records[3].step_end.digest);
+
+  auto meta = nlohmann::json::parse(*ReadFileToString(options.run_dir + "/meta.json"));
+  EXPECT_EQ(meta["engine"], "test");
+  EXPECT_EQ(meta["world_size"], 1);
+  EXPECT_EQ(meta["complete"], true);
+  auto rank_meta = nlohmann::json::parse(reader->meta_json());
+  EXPECT_EQ(rank_meta["rank"], 0);
+}
+
+TEST(RecorderTest, FiltersByStepDepthAndOpName) {
+  RecorderOptions options;
+  options.run_dir = FreshDir("filters");
+  options.steps = *ParseStepRange("1:2");
+  options.max_depth = 0;
+  options.ops = {"aten::*mm"};
+  auto recorder = std::move(*Recorder::Open(options));
+  EXPECT_FALSE(recorder->Wants("aten::mm", 0));  // step 0 is outside 1:2
+  recorder->MarkStep();
+  EXPECT_TRUE(recorder->Wants("aten::mm", 0));
+  EXPECT_TRUE(recorder->Wants("aten::addmm", 0));
+  EXPECT_FALSE(recorder->Wants("aten::mm", 1));    // too deep
+  EXPECT_FALSE(recorder->Wants("aten::add", 0));   // no pattern matches
+  recorder->MarkStep();
+  EXPECT_FALSE(recorder->Wants("aten::mm", 0));
+  EXPECT_TRUE(recorder->Close().ok());
+}
+
+TEST(RecorderTest, BadOptionsAreClearErrors) {
+  RecorderOptions options;
+  EXPECT_EQ(Recorder::Open(options).status().code(), StatusCode::kInvalidArgument);
+  options.run_dir = FreshDir("bad");
+  options.rank = 2;
+  options.world_size = 2;
+  StatusOr<std::unique_ptr<Recorder>> recorder = Recorder::Open(options);
+  EXPECT_NE(recorder.status().message().find("rank 2"), std::string::npos);
+  options.rank = 0;
+  options.engine_meta_json = "[1]";
+  EXPECT_EQ(Recorder::Open(options).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace upguard
