@@ -1,0 +1,108 @@
+"""Train the small character GPT for a few steps: upguard's demo and end-to-end test workload.
+
+    /usr/bin/python3 examples/gpt_train.py --steps 4
+    upguard record -o runs/a -- /usr/bin/python3 examples/gpt_train.py
+    upguard record -o runs/b -- /usr/bin/python3 examples/gpt_train.py --plant gelu-tanh
+    upguard diff runs/a runs/b
+
+--plant makes one realistic change from step --plant-step on, so the diff has something to find:
+  gelu-tanh       blocks.1.mlp.act uses the tanh approximation of GELU      (forward culprit)
+  backward-scale  blocks.1.attn scales its gradient by 1 + 2^-20 in backward (backward culprit)
+  adamw-eps       AdamW's eps becomes 1e-7                                   (optimizer culprit)
+  extra-op        blocks.0.mlp multiplies its hidden activations by 1.0      (structural)
+  data-shift      the batches start one character later                      (propagated)
+The text is generated here (a seeded toy grammar), so nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpt import GPT, GPTConfig  # noqa: E402
+
+PLANTS = ("none", "gelu-tanh", "backward-scale", "adamw-eps", "extra-op", "data-shift")
+
+
+def make_corpus(chars: int = 20000, seed: int = 1234) -> str:
+    """Sentences from a small grammar: enough structure for a model to learn a little."""
+    rng = random.Random(seed)
+    subjects = ["the model", "a gradient", "the optimizer", "every layer", "one kernel",
+                "the loss", "a tensor", "the cluster", "our run", "the reference"]
+    verbs = ["drifts", "matches", "diverges", "learns", "repeats", "records", "compares",
+             "accumulates", "rounds", "reduces"]
+    objects = ["the weights", "each step", "its inputs", "the digest", "a small error",
+               "the first op", "every bit", "the batch", "two runs", "the curve"]
+    tails = [".", " today.", " again.", " slowly.", " bitwise.", " at step nine."]
+    parts = []
+    while sum(len(p) for p in parts) < chars:
+        parts.append(f"{rng.choice(subjects)} {rng.choice(verbs)} {rng.choice(objects)}"
+                     f"{rng.choice(tails)}\n")
+    return "".join(parts)[:chars]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--width", type=int, default=64)
+    parser.add_argument("--block", type=int, default=32)
+    parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    parser.add_argument("--plant", choices=PLANTS, default="none")
+    parser.add_argument("--plant-step", type=int, default=2)
+    parser.add_argument("--save", help="write the final parameters here (torch.save)")
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args()
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    text = make_corpus()
+    vocab = sorted(set(text))
+    data = np.array([vocab.index(c) for c in text], dtype=np.int64)
+    config = GPTConfig(vocab_size=len(vocab), block_size=args.block, n_layer=args.layers,
+                       n_head=4, n_embd=args.width)
+    model = GPT(config)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.1)
+    batch_rng = np.random.default_rng(args.seed)
+
+    for step in range(args.steps):
+        planted = args.plant != "none" and step >= args.plant_step
+        if planted and args.plant == "gelu-tanh":
+            model.blocks[1].mlp.act.approximate = "tanh"
+        if planted and args.plant == "backward-scale":
+            model.blocks[1].attn.grad_scale = 1.0 + 2.0 ** -20
+        if planted and args.plant == "adamw-eps":
+            for group in optimizer.param_groups:
+                group["eps"] = 1e-7
+        if planted and args.plant == "extra-op":
+            model.blocks[0].mlp.extra_op = True
+        shift = 1 if planted and args.plant == "data-shift" else 0
+        starts = batch_rng.integers(0, len(data) - args.block - 2, size=args.batch)
+        x = torch.from_numpy(np.stack([data[s + shift:s + shift + args.block] for s in starts]))
+        y = torch.from_numpy(np.stack([data[s + shift + 1:s + shift + 1 + args.block]
+                                       for s in starts]))
+
+        loss = model(x, y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        if not args.quiet:
+            print(f"step {step}: loss {loss.item():.6f}", flush=True)
+
+    if args.save:
+        torch.save({name: p.detach().clone() for name, p in model.named_parameters()}, args.save)
+
+
+if __name__ == "__main__":
+    main()

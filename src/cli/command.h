@@ -1,0 +1,39 @@
+// The subcommands of the `upguard` CLI. Each one parses its own flags and returns the process
+// exit code, or a Status that main() prints and turns into exit code 2.
+//
+// Exit codes (docs/cli.md): 0 ok / identical, 1 the runs diverged, 2 error (bad input, I/O).
+// `record` returns the recorded command's own exit code.
+#pragma once
+
+#include "upguard/status.h"
+
+namespace upguard {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitDiverged = 1;
+inline constexpr int kExitError = 2;
+
+// argv[0] is "upguard", argv[1] the subcommand; flags start at argv[2].
+using CommandFn = StatusOr<int> (*)(int argc, char** argv);
+
+struct CommandInfo {
+  const char* name;
+  const char* summary;
+  const char* usage;
+  CommandFn run;
+};
+
+StatusOr<int> RunRecordCommand(int argc, char** argv);
+StatusOr<int> RunDiffCommand(int argc, char** argv);
+StatusOr<int> RunShowCommand(int argc, char** argv);
+StatusOr<int> RunDemoCommand(int argc, char** argv);
+
+extern const char kRecordUsage[];
+extern const char kDiffUsage[];
+extern const char kShowUsage[];
+extern const char kDemoUsage[];
+
+// True if argv holds -h or --help before any `--`.
+bool WantsHelp(int argc, char** argv);
+
+}  // namespace upguard

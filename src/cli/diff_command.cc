@@ -1,0 +1,50 @@
+// `upguard diff A B`: the first op where two runs part ways, with the verdict.
+#include <cstdio>
+
+#include "cli/command.h"
+#include "cli/flags.h"
+#include "diff/diff.h"
+#include "report/diff_report.h"
+
+namespace upguard {
+
+const char kDiffUsage[] = R"(usage: upguard diff RUN_A RUN_B [--json] [--allow-damaged]
+
+Compares two run directories written by `upguard record` and names the first operator where
+they part ways: its step, phase, module path and call site, every input and output (bitwise
+identical or not, with the magnitude of the difference), and the verdict:
+  culprit     every tensor input identical, an output differs: this op computed differently
+  propagated  an input already differed; says which earlier op produced it
+  structural  the runs executed different ops here; lists the inserted / removed ops
+  identical   no divergence in the recorded steps
+
+options:
+  --json            print the result as JSON (schema upguard.diff/1, see docs/cli.md)
+  --allow-damaged   compare the readable part of a damaged or truncated trace
+
+exit codes: 0 identical, 1 diverged, 2 error.
+
+example:
+  upguard diff runs/a runs/b
+)";
+
+StatusOr<int> RunDiffCommand(int argc, char** argv) {
+  Flags flags("diff", {{"json", 0, false}, {"allow-damaged", 0, false}});
+  RETURN_IF_ERROR(flags.Parse(argc, argv, 2));
+  if (flags.positionals().size() != 2) {
+    return InvalidArgument("expects two run directories: upguard diff RUN_A RUN_B");
+  }
+  LoadOptions load;
+  load.allow_damaged = flags.Has("allow-damaged");
+  ASSIGN_OR_RETURN(Run a, LoadRun(flags.positionals()[0], load));
+  ASSIGN_OR_RETURN(Run b, LoadRun(flags.positionals()[1], load));
+  ASSIGN_OR_RETURN(DiffResult result, DiffRuns(a, b, DiffOptions{}));
+  if (flags.Has("json")) {
+    std::printf("%s\n", DiffToJson(result, a, b).dump(2).c_str());
+  } else {
+    std::printf("%s", RenderDiffText(result, a, b).c_str());
+  }
+  return result.verdict == Verdict::kIdentical ? kExitOk : kExitDiverged;
+}
+
+}  // namespace upguard

@@ -1,0 +1,57 @@
+// upguard: find the first operator where two training runs part ways.
+// main() only dispatches; every subcommand lives in its own <verb>_command.cc.
+#include <cstdio>
+#include <cstring>
+
+#include "cli/command.h"
+#include "upguard/version.h"
+
+namespace {
+
+const upguard::CommandInfo kCommands[] = {
+    {"record", "record every op of a training command into a run directory",
+     upguard::kRecordUsage, upguard::RunRecordCommand},
+    {"diff", "name the first op where two runs part ways, and why", upguard::kDiffUsage,
+     upguard::RunDiffCommand},
+    {"show", "list the recorded ops of a run", upguard::kShowUsage, upguard::RunShowCommand},
+    {"demo", "train a small GPT twice with one planted change and find it",
+     upguard::kDemoUsage, upguard::RunDemoCommand},
+};
+
+void PrintHelp() {
+  std::printf("upguard %s: find the first operator where two training runs part ways\n\n",
+              upguard::kUpguardVersion);
+  std::printf("usage: upguard <command> [options]\n\ncommands:\n");
+  for (const upguard::CommandInfo& command : kCommands) {
+    std::printf("  %-8s %s\n", command.name, command.summary);
+  }
+  std::printf("\nexit codes: 0 ok/identical, 1 diverged, 2 error.  `upguard <command> --help`\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
+      std::strcmp(argv[1], "help") == 0) {
+    PrintHelp();
+    return argc < 2 ? upguard::kExitError : upguard::kExitOk;
+  }
+  if (std::strcmp(argv[1], "--version") == 0) {
+    std::printf("upguard %s\n", upguard::kUpguardVersion);
+    return upguard::kExitOk;
+  }
+  for (const upguard::CommandInfo& command : kCommands) {
+    if (std::strcmp(argv[1], command.name) != 0) continue;
+    if (upguard::WantsHelp(argc, argv)) {
+      std::printf("%s", command.usage);
+      return upguard::kExitOk;
+    }
+    upguard::StatusOr<int> code = command.run(argc, argv);
+    if (code.ok()) return *code;
+    std::fflush(stdout);
+    std::fprintf(stderr, "upguard %s: %s\n", command.name, code.status().message().c_str());
+    return upguard::kExitError;
+  }
+  std::fprintf(stderr, "upguard: unknown command '%s'; run `upguard --help`\n", argv[1]);
+  return upguard::kExitError;
+}

@@ -1,0 +1,77 @@
+// `upguard record -o DIR -- CMD...`: runs an unmodified training command with recording armed.
+//
+// The command runs as a child process with UPGUARD_RECORD_* in its environment and upguard's
+// bootstrap directory first on PYTHONPATH; the bootstrap sitecustomize starts recording when
+// the program imports torch (python/upguard/_autostart.py). The exit code is the command's.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "base/file.h"
+#include "cli/command.h"
+#include "cli/flags.h"
+#include "cli/paths.h"
+#include "cli/record_runner.h"
+#include "upguard/recorder.h"
+
+namespace upguard {
+
+const char kRecordUsage[] = R"(usage: upguard record -o DIR [options] -- COMMAND [ARGS...]
+
+Runs COMMAND, a Python program that uses PyTorch, and records a digest of every operator's
+inputs and outputs into the run directory DIR (meta.json and rank<N>.ugt). No code change:
+recording starts when the program imports torch and stops when it exits. Steps end at each
+optimizer.step() unless the program calls upguard.step(). An earlier run in DIR is replaced.
+
+options:
+  -o, --out DIR      the run directory to write (required)
+  --steps RANGE      record only steps A..B-1 ("A:B"), step N ("N"), "A:" or ":B"
+  --max-depth N      record ops nested at most N deep; 0 = only ops called from user code
+                     (default: every nested op, which pins a culprit inside composite ops)
+  --ops GLOBS        record only ops whose names match one of these comma-separated globs
+  --no-stats         record digests without min/max/mean/L2 statistics
+
+exit code: the command's own; 2 if upguard could not run it.
+
+example:
+  upguard record -o runs/a -- /usr/bin/python3 train.py --lr 3e-4
+)";
+
+StatusOr<int> RunRecordCommand(int argc, char** argv) {
+  Flags flags("record", {{"out", 'o', true},
+                         {"steps", 0, true},
+                         {"max-depth", 0, true},
+                         {"ops", 0, true},
+                         {"no-stats", 0, false}});
+  RETURN_IF_ERROR(flags.Parse(argc, argv, 2));
+  if (!flags.Has("out")) return InvalidArgument("missing -o DIR (the run directory to write)");
+  if (flags.rest().empty()) {
+    return InvalidArgument("missing the command to record after `--`, e.g. "
+                           "`upguard record -o runs/a -- /usr/bin/python3 train.py`");
+  }
+  if (!flags.positionals().empty()) {
+    return InvalidArgument("unexpected argument '" + flags.positionals()[0] +
+                           "'; put the command to record after `--`");
+  }
+  RecordRequest request;
+  request.run_dir = flags.Get("out");
+  request.command = flags.rest();
+  if (flags.Has("steps")) {
+    RETURN_IF_ERROR(ParseStepRange(flags.Get("steps")).status());
+    request.steps = flags.Get("steps");
+  }
+  ASSIGN_OR_RETURN(int64_t max_depth, flags.GetInt("max-depth", -1));
+  if (max_depth < -1) return InvalidArgument("--max-depth must be 0 or more");
+  request.max_depth = static_cast<int>(max_depth);
+  request.ops = flags.Get("ops");
+  request.stats = !flags.Has("no-stats");
+  ASSIGN_OR_RETURN(RecordOutcome outcome, RunRecorded(request));
+  std::fprintf(stderr, "%s", outcome.summary.c_str());
+  return outcome.exit_code;
+}
+
+}  // namespace upguard

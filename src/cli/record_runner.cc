@@ -1,0 +1,138 @@
+#include "cli/record_runner.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+
+#include "base/file.h"
+#include "cli/paths.h"
+
+namespace upguard {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Removes an earlier run's files so the new run does not mix with them.
+Status ClearRunDir(const std::string& dir) {
+  RETURN_IF_ERROR(MakeDirectories(dir));
+  ASSIGN_OR_RETURN(std::vector<std::string> names, ListDirectory(dir));
+  for (const std::string& name : names) {
+    const bool stale = name == "meta.json" ||
+                       (name.rfind("rank", 0) == 0 && name.size() > 4 &&
+                        name.compare(name.size() - 4, 4, ".ugt") == 0);
+    if (!stale) continue;
+    std::error_code error;
+    fs::remove(fs::path(dir) / name, error);
+    if (error) return IoError("cannot replace " + dir + "/" + name + ": " + error.message());
+  }
+  return Status::Ok();
+}
+
+void SetChildEnvironment(const RecordRequest& request, const std::string& abs_dir) {
+  const std::string package = PythonPackageDir();
+  std::string python_path = package + "/upguard/_bootstrap:" + package;
+  if (const char* old = std::getenv("PYTHONPATH"); old != nullptr && old[0] != '\0') {
+    python_path += std::string(":") + old;
+  }
+  setenv("PYTHONPATH", python_path.c_str(), 1);
+  setenv("UPGUARD_RECORD_DIR", abs_dir.c_str(), 1);
+  setenv("UPGUARD_RECORD_STEPS", request.steps.c_str(), 1);
+  setenv("UPGUARD_RECORD_MAX_DEPTH",
+         request.max_depth < 0 ? "" : std::to_string(request.max_depth).c_str(), 1);
+  setenv("UPGUARD_RECORD_OPS", request.ops.c_str(), 1);
+  setenv("UPGUARD_RECORD_STATS", request.stats ? "1" : "0", 1);
+}
+
+std::string HumanBytes(uint64_t bytes) {
+  char text[32];
+  if (bytes >= (1u << 20)) {
+    std::snprintf(text, sizeof(text), "%.1f MiB", bytes / 1048576.0);
+  } else {
+    std::snprintf(text, sizeof(text), "%.1f KiB", bytes / 1024.0);
+  }
+  return text;
+}
+
+}  // namespace
+
+StatusOr<RecordOutcome> RunRecorded(const RecordRequest& request) {
+  RETURN_IF_ERROR(ClearRunDir(request.run_dir));
+  const std::string abs_dir = fs::absolute(request.run_dir).lexically_normal().string();
+  std::vector<char*> child_argv;
+  for (const std::string& arg : request.command) child_argv.push_back(const_cast<char*>(arg.c_str()));
+  child_argv.push_back(nullptr);
+
+  // The child reports a failed exec through this close-on-exec pipe.
+  int exec_pipe[2];
+  if (pipe2(exec_pipe, O_CLOEXEC) != 0) return IoError(std::string("pipe: ") + strerror(errno));
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) return IoError(std::string("fork: ") + strerror(errno));
+  if (pid == 0) {
+    close(exec_pipe[0]);
+    SetChildEnvironment(request, abs_dir);
+    if (request.quiet) {
+      int null_fd = open("/dev/null", O_WRONLY);
+      if (null_fd >= 0) dup2(null_fd, STDOUT_FILENO);
+    }
+    execvp(child_argv[0], child_argv.data());
+    int error = errno;
+    (void)!write(exec_pipe[1], &error, sizeof(error));
+    _exit(127);
+  }
+  close(exec_pipe[1]);
+  int exec_error = 0;
+  const bool exec_failed = read(exec_pipe[0], &exec_error, sizeof(exec_error)) == sizeof(exec_error);
+  close(exec_pipe[0]);
+
+  // Ctrl-C reaches the whole process group: let the child handle it and report its end.
+  struct sigaction ignore = {}, old_int = {}, old_term = {};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGINT, &ignore, &old_int);
+  sigaction(SIGTERM, &ignore, &old_term);
+  int wait_status = 0;
+  while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  if (exec_failed) {
+    return InvalidArgument("cannot run '" + request.command[0] + "': " + strerror(exec_error) +
+                           "; give the interpreter and script, e.g. -- /usr/bin/python3 train.py");
+  }
+
+  RecordOutcome outcome;
+  outcome.exit_code = WIFEXITED(wait_status)     ? WEXITSTATUS(wait_status)
+                      : WIFSIGNALED(wait_status) ? 128 + WTERMSIG(wait_status)
+                                                 : 1;
+  ASSIGN_OR_RETURN(std::vector<std::string> names, ListDirectory(request.run_dir));
+  std::string files;
+  for (const std::string& name : names) {
+    if (name.size() < 4 || name.compare(name.size() - 4, 4, ".ugt") != 0) continue;
+    std::error_code error;
+    uint64_t size = fs::file_size(fs::path(request.run_dir) / name, error);
+    outcome.trace_bytes += error ? 0 : size;
+    files += " " + name + " (" + HumanBytes(error ? 0 : size) + ")";
+  }
+  if (files.empty()) {
+    std::string why = "recorded nothing into " + request.run_dir +
+                      ": the command never imported torch under upguard. Run a Python program "
+                      "with the interpreter that has torch (" + PythonInterpreter() + ")";
+    if (outcome.exit_code == 0) return FailedPrecondition(why);
+    outcome.summary = "upguard record: " + why + "\n";
+    return outcome;
+  }
+  outcome.summary = "upguard record: wrote " + request.run_dir + ":" + files +
+                    (outcome.exit_code == 0
+                         ? ""
+                         : "; the command exited with " + std::to_string(outcome.exit_code)) +
+                    "\n";
+  return outcome;
+}
+
+}  // namespace upguard

@@ -1,0 +1,33 @@
+// Comparing one op's arguments across two runs, and finding where two op streams realign.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "diff/diff.h"
+#include "diff/run_loader.h"
+
+namespace upguard {
+
+// True when both slots hold the same value. Kinds without values (views, uninitialized,
+// opaque) compare by dtype and shape only and set *compared = false.
+bool ArgsEqual(const ArgRecord& a, const ArgRecord& b, bool* compared);
+
+// Slot-by-slot comparison of `a` and `b` (inputs or outputs of one op in each run).
+std::vector<ArgComparison> CompareArgs(const std::vector<ArgRecord>& a,
+                                       const std::vector<ArgRecord>& b, bool is_input,
+                                       const RankTrace& trace_a);
+
+struct Realignment {
+  bool found = false;
+  size_t skip_a = 0;  // ops of A with no counterpart before the streams agree again
+  size_t skip_b = 0;
+};
+
+// Smallest skip_a + skip_b (up to `lookahead`) after which `window` consecutive op names agree
+// (or both streams end together).
+Realignment FindRealignment(const std::vector<OpRecord>& a, size_t start_a, const RankTrace& ta,
+                            const std::vector<OpRecord>& b, size_t start_b, const RankTrace& tb,
+                            size_t lookahead, size_t window);
+
+}  // namespace upguard

@@ -1,0 +1,257 @@
+#include "diff/diff.h"
+
+#include <algorithm>
+
+#include "diff/compare.h"
+
+namespace upguard {
+namespace {
+
+constexpr size_t kMaxListedOps = 16;
+constexpr size_t kProducerSearchLimit = 1 << 22;  // ops searched backwards for a producer
+
+std::string ScriptOf(const Run& run) {
+  const nlohmann::json& argv = run.meta.contains("argv") ? run.meta["argv"] : nlohmann::json();
+  if (!argv.is_array()) return "?";
+  for (size_t idx = 1; idx < argv.size(); ++idx) {  // argv[0] is the interpreter
+    if (argv[idx].is_string() && argv[idx].get<std::string>().rfind("-", 0) != 0) {
+      return argv[idx].get<std::string>();
+    }
+  }
+  return argv.empty() ? "?" : argv[0].dump();
+}
+
+// The latest op before `before` (in step order) with a tensor output of digest `digest`.
+Producer FindProducer(const RankTrace& trace, const OpLocation& before, const Digest128& digest) {
+  Producer producer;
+  size_t searched = 0;
+  for (auto step_it = trace.steps.rbegin(); step_it != trace.steps.rend(); ++step_it) {
+    if (step_it->step > before.step) continue;
+    size_t end = step_it->step == before.step ? before.index : step_it->ops.size();
+    for (size_t op_idx = end; op_idx-- > 0;) {
+      const OpRecord& op = step_it->ops[op_idx];
+      for (size_t out_idx = 0; out_idx < op.outputs.size(); ++out_idx) {
+        const ArgRecord& out = op.outputs[out_idx];
+        if (out.kind == ArgKind::kTensor && out.digest == digest) {
+          producer.found = true;
+          producer.location = OpLocation{step_it->step, op_idx, &op};
+          producer.output_index = out_idx;
+          return producer;
+        }
+      }
+      if (++searched >= kProducerSearchLimit) return producer;
+    }
+  }
+  return producer;
+}
+
+// Compares one aligned op pair; fills `out` and returns true when they diverge numerically.
+bool CompareOp(const RankTrace& ta, const StepOps& sa, size_t ia, const RankTrace& tb,
+               const StepOps& sb, size_t ib, NumericDivergence* out) {
+  const OpRecord& a = sa.ops[ia];
+  const OpRecord& b = sb.ops[ib];
+  std::vector<ArgComparison> inputs = CompareArgs(a.inputs, b.inputs, true, ta);
+  std::vector<ArgComparison> outputs = CompareArgs(a.outputs, b.outputs, false, ta);
+  std::optional<size_t> bad_tensor_input;
+  for (const ArgComparison& slot : inputs) {
+    const bool is_scalar = slot.a != nullptr && slot.a->kind == ArgKind::kScalar &&
+                           slot.b != nullptr && slot.b->kind == ArgKind::kScalar;
+    if (!slot.equal && !is_scalar) {
+      bad_tensor_input = slot.index;
+      break;
+    }
+  }
+  const bool output_differs =
+      std::any_of(outputs.begin(), outputs.end(), [](const ArgComparison& s) { return !s.equal; });
+  if (!bad_tensor_input && !output_differs) return false;
+
+  out->a = OpLocation{sa.step, ia, &a};
+  out->b = OpLocation{sb.step, ib, &b};
+  out->inputs = std::move(inputs);
+  out->outputs = std::move(outputs);
+  if (bad_tensor_input) {
+    out->verdict = Verdict::kPropagated;
+    out->first_bad_input = bad_tensor_input;
+    const ArgComparison& slot = out->inputs[*bad_tensor_input];
+    if (slot.a != nullptr) out->producer_a = FindProducer(ta, out->a, slot.a->digest);
+    if (slot.b != nullptr) out->producer_b = FindProducer(tb, out->b, slot.b->digest);
+  } else {
+    out->verdict = Verdict::kCulprit;
+  }
+  return true;
+}
+
+// The op enclosing ops[index]: in completion order, the first later op that is shallower.
+std::optional<size_t> ParentIndex(const std::vector<OpRecord>& ops, size_t index) {
+  for (size_t next = index + 1; next < ops.size(); ++next) {
+    if (ops[next].depth < ops[index].depth) return next;
+  }
+  return std::nullopt;
+}
+
+// Replaces a propagated divergence by its enclosing op while that op consumed the same
+// differing tensor, then lists what encloses the final op.
+void Settle(const RankTrace& ta, const StepOps& sa, const RankTrace& tb, const StepOps& sb,
+            NumericDivergence* n) {
+  while (n->verdict == Verdict::kPropagated) {
+    std::optional<size_t> pa = ParentIndex(sa.ops, n->a.index);
+    std::optional<size_t> pb = ParentIndex(sb.ops, n->b.index);
+    if (!pa || !pb || ta.Str(sa.ops[*pa].op) != tb.Str(sb.ops[*pb].op)) break;
+    const ArgRecord* bad = n->inputs[*n->first_bad_input].a;
+    NumericDivergence up;
+    if (bad == nullptr || !CompareOp(ta, sa, *pa, tb, sb, *pb, &up) ||
+        up.verdict != Verdict::kPropagated) {
+      break;
+    }
+    const bool same_tensor = std::any_of(up.inputs.begin(), up.inputs.end(), [&](const auto& s) {
+      return !s.equal && s.a != nullptr && s.a->kind == ArgKind::kTensor &&
+             s.a->digest == bad->digest;
+    });
+    if (!same_tensor) break;
+    *n = std::move(up);
+  }
+  for (std::optional<size_t> up = ParentIndex(sa.ops, n->a.index); up;
+       up = ParentIndex(sa.ops, *up)) {
+    n->enclosing.push_back(OpLocation{sa.step, *up, &sa.ops[*up]});
+  }
+}
+
+// Walks one step of both runs. Stops at the first numeric divergence; records the first
+// structural one on the way (when none was recorded yet).
+void WalkStep(const RankTrace& ta, const StepOps& sa, const RankTrace& tb, const StepOps& sb,
+              const DiffOptions& options, RankDiff* diff) {
+  size_t ia = 0, ib = 0;
+  while (ia < sa.ops.size() && ib < sb.ops.size()) {
+    if (ta.Str(sa.ops[ia].op) != tb.Str(sb.ops[ib].op)) {
+      Realignment realign = FindRealignment(sa.ops, ia, ta, sb.ops, ib, tb, options.lookahead,
+                                            options.match_window);
+      if (!diff->structural) {
+        StructuralDivergence structural;
+        structural.step = sa.step;
+        structural.index_a = ia;
+        structural.index_b = ib;
+        structural.realigned = realign.found;
+        size_t list_a = realign.found ? realign.skip_a : sa.ops.size() - ia;
+        size_t list_b = realign.found ? realign.skip_b : sb.ops.size() - ib;
+        for (size_t k = 0; k < std::min(list_a, kMaxListedOps); ++k) {
+          structural.only_a.push_back(&sa.ops[ia + k]);
+        }
+        for (size_t k = 0; k < std::min(list_b, kMaxListedOps); ++k) {
+          structural.only_b.push_back(&sb.ops[ib + k]);
+        }
+        diff->structural = std::move(structural);
+      }
+      if (!realign.found) return;
+      ia += realign.skip_a;
+      ib += realign.skip_b;
+      continue;
+    }
+    NumericDivergence numeric;
+    if (CompareOp(ta, sa, ia, tb, sb, ib, &numeric)) {
+      Settle(ta, sa, tb, sb, &numeric);
+      diff->numeric = std::move(numeric);
+      return;
+    }
+    ++ia;
+    ++ib;
+  }
+  if ((ia < sa.ops.size() || ib < sb.ops.size()) && !diff->structural) {
+    StructuralDivergence structural;
+    structural.step = sa.step;
+    structural.index_a = ia;
+    structural.index_b = ib;
+    for (size_t k = ia; k < std::min(sa.ops.size(), ia + kMaxListedOps); ++k) {
+      structural.only_a.push_back(&sa.ops[k]);
+    }
+    for (size_t k = ib; k < std::min(sb.ops.size(), ib + kMaxListedOps); ++k) {
+      structural.only_b.push_back(&sb.ops[k]);
+    }
+    structural.realigned = true;  // nothing follows: the streams simply end
+    diff->structural = std::move(structural);
+  }
+}
+
+bool StepsIdentical(const StepOps& sa, const StepOps& sb) {
+  return sa.end && sb.end && sa.end->op_count == sb.end->op_count &&
+         sa.end->digest == sb.end->digest;
+}
+
+void NoteIncomplete(const RankTrace& trace, std::vector<std::string>* notes) {
+  if (trace.damage) {
+    notes->push_back(trace.damage->message + " — compared only the readable part");
+  } else if (!trace.complete) {
+    notes->push_back(trace.path +
+                     " ends without its end record (the process stopped before closing the "
+                     "trace); compared the steps it holds");
+  }
+}
+
+RankDiff DiffRank(const RankTrace& ta, const RankTrace& tb, const DiffOptions& options) {
+  RankDiff diff;
+  diff.rank = ta.rank;
+  NoteIncomplete(ta, &diff.notes);
+  NoteIncomplete(tb, &diff.notes);
+  for (const StepOps& sa : ta.steps) {
+    const StepOps* sb = tb.FindStep(sa.step);
+    if (sb == nullptr) continue;
+    if (!diff.first_step) diff.first_step = sa.step;
+    diff.last_step = sa.step;
+    ++diff.steps_compared;
+    if (StepsIdentical(sa, *sb)) {
+      ++diff.steps_identical;
+      continue;
+    }
+    WalkStep(ta, sa, tb, *sb, options, &diff);
+    if (diff.numeric) break;
+  }
+  if (diff.structural) {
+    diff.verdict = Verdict::kStructural;
+  } else if (diff.numeric) {
+    diff.verdict = diff.numeric->verdict;
+  }
+  return diff;
+}
+
+}  // namespace
+
+std::string_view VerdictName(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kIdentical: return "identical";
+    case Verdict::kCulprit: return "culprit";
+    case Verdict::kPropagated: return "propagated";
+    case Verdict::kStructural: return "structural";
+  }
+  return "unknown";
+}
+
+StatusOr<DiffResult> DiffRuns(const Run& a, const Run& b, const DiffOptions& options) {
+  if (a.world_size != b.world_size || a.ranks.size() != b.ranks.size()) {
+    return FailedPrecondition(
+        "the runs have different world sizes (" + a.dir + ": " + std::to_string(a.world_size) +
+        " rank(s), " + b.dir + ": " + std::to_string(b.world_size) +
+        "); compare runs recorded with the same number of ranks");
+  }
+  DiffResult result;
+  for (size_t rank_idx = 0; rank_idx < a.ranks.size(); ++rank_idx) {
+    RankDiff diff = DiffRank(a.ranks[rank_idx], b.ranks[rank_idx], options);
+    if (diff.steps_compared == 0) {
+      return FailedPrecondition("rank " + std::to_string(rank_idx) + ": " + a.dir + " and " +
+                                b.dir + " recorded no step in common; record overlapping steps "
+                                "(upguard record --steps A:B)");
+    }
+    if (diff.structural && diff.structural->step == *diff.first_step &&
+        diff.structural->index_a == 0 && diff.structural->index_b == 0 &&
+        !diff.structural->realigned) {
+      return FailedPrecondition(
+          "the runs appear to record different programs (" + a.dir + ": " + ScriptOf(a) + ", " +
+          b.dir + ": " + ScriptOf(b) + "): their op streams differ from the first op and never "
+          "realign; compare two runs of the same training script (inspect each with `upguard "
+          "show`)");
+    }
+    if (result.verdict == Verdict::kIdentical) result.verdict = diff.verdict;
+    result.ranks.push_back(std::move(diff));
+  }
+  return result;
+}
+
+}  // namespace upguard

@@ -1,0 +1,188 @@
+// The diff report for people: what diverged, where, and why, readable at a glance.
+#include <cmath>
+#include <sstream>
+
+#include "report/diff_report.h"
+#include "report/format_util.h"
+
+namespace upguard {
+namespace {
+
+struct Ctx {
+  const Run& a;
+  const Run& b;
+  const RankTrace& ta;
+  const RankTrace& tb;
+  std::ostringstream& out;
+};
+
+// "2.1% larger L2, mean 0.0123 vs 0.0125" — the magnitude of a difference, from statistics.
+std::string Magnitude(const ArgRecord& a, const ArgRecord& b) {
+  if (!a.has_stats || !b.has_stats) return "";
+  const TensorStats& sa = a.stats;
+  const TensorStats& sb = b.stats;
+  std::string text = "L2 " + Num(sa.l2) + " vs " + Num(sb.l2);
+  if (sa.l2 > 0) text += " (" + Num(100.0 * (sb.l2 - sa.l2) / sa.l2) + "%)";
+  text += ", mean " + Num(sa.mean) + " vs " + Num(sb.mean);
+  text += ", max " + Num(sa.max) + " vs " + Num(sb.max);
+  if (sa.nan_count != sb.nan_count) {
+    text += ", NaN " + std::to_string(sa.nan_count) + " vs " + std::to_string(sb.nan_count);
+  }
+  const uint64_t inf_a = sa.pos_inf_count + sa.neg_inf_count;
+  const uint64_t inf_b = sb.pos_inf_count + sb.neg_inf_count;
+  if (inf_a != inf_b) text += ", Inf " + std::to_string(inf_a) + " vs " + std::to_string(inf_b);
+  return text;
+}
+
+void OpHeader(const Ctx& ctx, const OpRecord& op, size_t index) {
+  ctx.out << "    op         " << ctx.ta.Str(op.op) << "   (#" << index << " in step " << op.step
+          << ", depth " << op.depth << ")\n";
+  ctx.out << "    phase      " << PhaseName(op.phase) << "\n";
+  ctx.out << "    module     " << OrDash(ctx.ta.Str(op.module)) << "\n";
+  ctx.out << "    call site  " << OrDash(ctx.ta.Str(op.call_site)) << "\n";
+  if (op.node != kEmptyString) ctx.out << "    autograd   " << ctx.ta.Str(op.node) << "\n";
+}
+
+void Slots(const Ctx& ctx, const char* title, const std::vector<ArgComparison>& slots) {
+  if (slots.empty()) return;
+  ctx.out << "    " << title << "\n";
+  for (const ArgComparison& slot : slots) {
+    const ArgRecord* any = slot.a != nullptr ? slot.a : slot.b;
+    std::string what = slot.a != nullptr ? DescribeArg(*slot.a, ctx.ta.strings) : "(absent)";
+    std::string state;
+    if (slot.a == nullptr || slot.b == nullptr) {
+      state = "only in one run";
+    } else if (any->kind == ArgKind::kScalar) {
+      if (slot.equal) {
+        state = "same";
+      } else {
+        what = DescribeArg(*slot.a, ctx.ta.strings) + "  ->  " +
+               DescribeArg(*slot.b, ctx.tb.strings);
+        state = "DIFFERS";
+      }
+    } else if (!slot.compared) {
+      state = slot.equal ? "not a value (" + std::string(ArgKindName(any->kind)) + ")" : "DIFFERS";
+    } else {
+      state = slot.equal ? "identical  " + slot.a->digest.Short()
+                         : "DIFFERS    " + slot.a->digest.Short() + " vs " + slot.b->digest.Short();
+    }
+    ctx.out << "      " << Fit(OrDash(slot.name), 14) << " " << Fit(what, 26) << " " << state
+            << "\n";
+    if (!slot.equal && slot.a != nullptr && slot.b != nullptr) {
+      std::string magnitude = Magnitude(*slot.a, *slot.b);
+      if (!magnitude.empty()) ctx.out << "      " << std::string(15, ' ') << magnitude << "\n";
+      if (slot.a->shape != slot.b->shape || slot.a->dtype != slot.b->dtype) {
+        ctx.out << "      " << std::string(15, ' ') << "b: " << DescribeArg(*slot.b, ctx.tb.strings)
+                << "\n";
+      }
+    }
+  }
+}
+
+std::string ProducerText(const Producer& producer, const RankTrace& trace) {
+  if (!producer.found) {
+    return "not produced by any recorded op (input data, a tensor created outside the recorded "
+           "steps, or an op that was filtered out)";
+  }
+  const OpRecord& op = *producer.location.op;
+  std::string text = trace.Str(op.op) + " (#" + std::to_string(producer.location.index) +
+                     " in step " + std::to_string(producer.location.step) + ", " +
+                     std::string(PhaseName(op.phase));
+  if (op.module != kEmptyString) text += ", module " + trace.Str(op.module);
+  if (op.call_site != kEmptyString) text += ", " + trace.Str(op.call_site);
+  return text + ")";
+}
+
+void Numeric(const Ctx& ctx, const NumericDivergence& numeric) {
+  const OpRecord& op = *numeric.a.op;
+  if (numeric.verdict == Verdict::kCulprit) {
+    ctx.out << "  CULPRIT  step " << numeric.a.step << ", " << PhaseName(op.phase) << ", "
+            << ctx.ta.Str(op.op) << "\n";
+  } else {
+    ctx.out << "  PROPAGATED  step " << numeric.a.step << ", " << PhaseName(op.phase) << ", "
+            << ctx.ta.Str(op.op) << "\n";
+  }
+  OpHeader(ctx, op, numeric.a.index);
+  if (!numeric.enclosing.empty()) {
+    ctx.out << "    inside     ";
+    for (size_t idx = 0; idx < numeric.enclosing.size(); ++idx) {
+      ctx.out << (idx > 0 ? " < " : "") << ctx.ta.Str(numeric.enclosing[idx].op->op);
+    }
+    ctx.out << "\n";
+  }
+  Slots(ctx, "inputs", numeric.inputs);
+  Slots(ctx, "outputs", numeric.outputs);
+  if (numeric.verdict == Verdict::kCulprit) {
+    bool args_differ = false;
+    for (const ArgComparison& slot : numeric.inputs) args_differ |= !slot.equal;
+    ctx.out << "  verdict: culprit — every tensor input is bitwise identical in both runs and an "
+               "output differs:\n           this op computed differently";
+    ctx.out << (args_differ ? " because a non-tensor argument differs (see DIFFERS above).\n"
+                            : " (a kernel, library, flag or hardware difference).\n");
+    return;
+  }
+  const ArgComparison& bad = numeric.inputs[*numeric.first_bad_input];
+  ctx.out << "  verdict: propagated — input '" << OrDash(bad.name)
+          << "' already differed when this op ran.\n";
+  ctx.out << "    it was produced in " << ctx.a.dir << " by " << ProducerText(numeric.producer_a, ctx.ta)
+          << "\n";
+  ctx.out << "    and in " << ctx.b.dir << " by " << ProducerText(numeric.producer_b, ctx.tb) << "\n";
+}
+
+std::string OpLine(const OpRecord& op, const RankTrace& trace) {
+  std::string line = trace.Str(op.op) + "  [" + std::string(PhaseName(op.phase));
+  if (op.module != kEmptyString) line += ", " + trace.Str(op.module);
+  if (op.call_site != kEmptyString) line += ", " + trace.Str(op.call_site);
+  return line + "]";
+}
+
+void Structural(const Ctx& ctx, const StructuralDivergence& s) {
+  ctx.out << "  STRUCTURAL  step " << s.step << ": the runs executed different ops from op #"
+          << s.index_a << " (" << ctx.a.dir << ") / #" << s.index_b << " (" << ctx.b.dir
+          << ")\n";
+  ctx.out << "    only in " << ctx.a.dir << ": " << (s.only_a.empty() ? "(nothing)" : "") << "\n";
+  for (const OpRecord* op : s.only_a) ctx.out << "      - " << OpLine(*op, ctx.ta) << "\n";
+  ctx.out << "    only in " << ctx.b.dir << ": " << (s.only_b.empty() ? "(nothing)" : "") << "\n";
+  for (const OpRecord* op : s.only_b) ctx.out << "      + " << OpLine(*op, ctx.tb) << "\n";
+  ctx.out << (s.realigned ? "    after these ops the two op streams agree again.\n"
+                          : "    the op streams did not realign within the look-ahead window.\n");
+}
+
+void Rank(const Ctx& ctx, const RankDiff& diff) {
+  ctx.out << "  rank " << diff.rank << ": compared steps " << *diff.first_step << ".."
+          << *diff.last_step << " (" << diff.steps_compared << "), " << diff.steps_identical
+          << " identical by step digest\n";
+  for (const std::string& note : diff.notes) ctx.out << "  note: " << note << "\n";
+  if (diff.verdict == Verdict::kIdentical) {
+    ctx.out << "  IDENTICAL: every recorded op has bitwise identical inputs and outputs.\n";
+    return;
+  }
+  ctx.out << "\n";
+  if (diff.structural) {
+    Structural(ctx, *diff.structural);
+    if (diff.numeric) {
+      ctx.out << "\n  first numerical divergence after realignment:\n";
+      Numeric(ctx, *diff.numeric);
+    } else {
+      ctx.out << "  no numerical divergence among the aligned ops.\n";
+    }
+    return;
+  }
+  Numeric(ctx, *diff.numeric);
+}
+
+}  // namespace
+
+std::string RenderDiffText(const DiffResult& result, const Run& a, const Run& b) {
+  std::ostringstream out;
+  out << "upguard diff " << a.dir << " " << b.dir << "\n";
+  for (const std::string& note : result.notes) out << "  note: " << note << "\n";
+  for (size_t rank_idx = 0; rank_idx < result.ranks.size(); ++rank_idx) {
+    Ctx ctx{a, b, a.ranks[rank_idx], b.ranks[rank_idx], out};
+    Rank(ctx, result.ranks[rank_idx]);
+  }
+  out << "\nresult: " << VerdictName(result.verdict) << "\n";
+  return out.str();
+}
+
+}  // namespace upguard

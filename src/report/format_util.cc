@@ -1,0 +1,44 @@
+#include "report/format_util.h"
+
+#include <cstdio>
+
+namespace upguard {
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  std::string text = "[";
+  for (size_t dim_idx = 0; dim_idx < shape.size(); ++dim_idx) {
+    if (dim_idx > 0) text += ", ";
+    text += std::to_string(shape[dim_idx]);
+  }
+  return text + "]";
+}
+
+std::string DescribeArg(const ArgRecord& arg, const StringTable& strings) {
+  switch (arg.kind) {
+    case ArgKind::kScalar: return strings.Get(arg.text);
+    case ArgKind::kNone: return "None";
+    case ArgKind::kTensor: return std::string(DTypeName(arg.dtype)) + ShapeText(arg.shape);
+    case ArgKind::kAlias:
+    case ArgKind::kUninit:
+    case ArgKind::kOpaque:
+      return std::string(DTypeName(arg.dtype)) + ShapeText(arg.shape) + " (" +
+             std::string(ArgKindName(arg.kind)) + ")";
+  }
+  return "?";
+}
+
+std::string Num(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.6g", value);
+  return text;
+}
+
+std::string Fit(const std::string& text, size_t width) {
+  if (text.size() <= width) return text + std::string(width - text.size(), ' ');
+  if (width == 0) return "";
+  return text.substr(0, width - 1) + "~";
+}
+
+std::string OrDash(const std::string& text) { return text.empty() ? "-" : text; }
+
+}  // namespace upguard

@@ -1,0 +1,125 @@
+#include "report/show_report.h"
+
+#include <sstream>
+
+#include "report/format_util.h"
+
+namespace upguard {
+namespace {
+
+std::string ArgsBrief(const std::vector<ArgRecord>& args, const StringTable& strings) {
+  std::string text;
+  for (const ArgRecord& arg : args) {
+    if (arg.kind == ArgKind::kNone) continue;
+    if (!text.empty()) text += ", ";
+    text += arg.kind == ArgKind::kScalar ? strings.Get(arg.text) : DescribeArg(arg, strings);
+  }
+  return text;
+}
+
+std::string OutputDigests(const OpRecord& op) {
+  std::string text;
+  for (const ArgRecord& arg : op.outputs) {
+    if (arg.kind != ArgKind::kTensor) continue;
+    if (!text.empty()) text += " ";
+    text += arg.digest.Short();
+  }
+  return OrDash(text);
+}
+
+bool Shown(const StepOps& step, const ShowOptions& options) {
+  return !options.step || *options.step == step.step;
+}
+
+const RankTrace* PickRank(const Run& run, int rank) {
+  if (rank < 0 || static_cast<size_t>(rank) >= run.ranks.size()) return nullptr;
+  return &run.ranks[rank];
+}
+
+}  // namespace
+
+std::string RenderShowText(const Run& run, const ShowOptions& options) {
+  std::ostringstream out;
+  const RankTrace* trace = PickRank(run, options.rank);
+  if (trace == nullptr) return "no rank " + std::to_string(options.rank) + " in " + run.dir + "\n";
+  uint64_t total_ops = 0;
+  for (const StepOps& step : trace->steps) total_ops += step.ops.size();
+  out << "run " << run.dir << "  rank " << trace->rank << "  torch "
+      << trace->meta.value("torch_version", "?") << "  " << trace->steps.size() << " step(s), "
+      << total_ops << " op(s)" << (trace->complete ? "" : "  [trace ends early]") << "\n";
+  bool any = false;
+  for (const StepOps& step : trace->steps) {
+    if (!Shown(step, options)) continue;
+    any = true;
+    out << "\nstep " << step.step << "  (" << step.ops.size() << " ops"
+        << (step.end ? ", step digest " + step.end->digest.Short() : ", no step end") << ")\n";
+    out << "  " << Fit("#", 6) << Fit("phase", 10) << Fit("d", 3) << Fit("module", 22)
+        << Fit("op", 28) << Fit("inputs -> outputs", 56) << "digest\n";
+    for (size_t op_idx = 0; op_idx < step.ops.size(); ++op_idx) {
+      const OpRecord& op = step.ops[op_idx];
+      if (op.depth > options.max_depth) continue;
+      std::string indent(std::min<size_t>(op.depth, 6) * 2, ' ');
+      out << "  " << Fit(std::to_string(op_idx), 6) << Fit(std::string(PhaseName(op.phase)), 10)
+          << Fit(std::to_string(op.depth), 3) << Fit(OrDash(trace->Str(op.module)), 22)
+          << Fit(indent + trace->Str(op.op), 28)
+          << Fit(ArgsBrief(op.inputs, trace->strings) + " -> " +
+                     ArgsBrief(op.outputs, trace->strings),
+                 56)
+          << OutputDigests(op) << "\n";
+    }
+  }
+  if (!any && options.step) out << "\nno step " << *options.step << " in this trace\n";
+  if (trace->damage) out << "\nnote: " << trace->damage->message << "\n";
+  return out.str();
+}
+
+nlohmann::json ShowToJson(const Run& run, const ShowOptions& options) {
+  using nlohmann::json;
+  const RankTrace* trace = PickRank(run, options.rank);
+  json steps = json::array();
+  if (trace != nullptr) {
+    for (const StepOps& step : trace->steps) {
+      if (!Shown(step, options)) continue;
+      json ops = json::array();
+      for (size_t op_idx = 0; op_idx < step.ops.size(); ++op_idx) {
+        const OpRecord& op = step.ops[op_idx];
+        if (op.depth > options.max_depth) continue;
+        auto args = [&](const std::vector<ArgRecord>& list) {
+          json items = json::array();
+          for (const ArgRecord& arg : list) {
+            json item = {{"name", trace->Str(arg.name)}, {"kind", ArgKindName(arg.kind)}};
+            if (arg.kind == ArgKind::kScalar) item["text"] = trace->Str(arg.text);
+            if (arg.kind != ArgKind::kScalar && arg.kind != ArgKind::kNone) {
+              item["dtype"] = DTypeName(arg.dtype);
+              item["shape"] = arg.shape;
+            }
+            if (arg.kind == ArgKind::kTensor) item["digest"] = arg.digest.Hex();
+            items.push_back(item);
+          }
+          return items;
+        };
+        ops.push_back({{"index", op_idx},
+                       {"seq", op.seq},
+                       {"op", trace->Str(op.op)},
+                       {"phase", PhaseName(op.phase)},
+                       {"depth", op.depth},
+                       {"module", trace->Str(op.module)},
+                       {"call_site", trace->Str(op.call_site)},
+                       {"autograd_node", trace->Str(op.node)},
+                       {"inputs", args(op.inputs)},
+                       {"outputs", args(op.outputs)}});
+      }
+      steps.push_back({{"step", step.step},
+                       {"digest", step.end ? json(step.end->digest.Hex()) : json(nullptr)},
+                       {"ops", ops}});
+    }
+  }
+  return {{"schema", "upguard.show/1"},
+          {"run", run.dir},
+          {"rank", options.rank},
+          {"complete", trace != nullptr && trace->complete},
+          {"meta", trace != nullptr ? trace->meta : json(nullptr)},
+          {"steps", steps}};
+}
+
+}  // namespace upguard

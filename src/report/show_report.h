@@ -1,0 +1,24 @@
+// `upguard show`: a run's recorded ops as a readable table, or as JSON (schema in docs/cli.md).
+//
+//   std::cout << RenderShowText(run, ShowOptions{.step = 2});
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "diff/run_loader.h"
+
+namespace upguard {
+
+struct ShowOptions {
+  std::optional<uint32_t> step;  // only this step; default: every step
+  int rank = 0;
+  size_t max_depth = SIZE_MAX;   // hide ops nested deeper
+};
+
+std::string RenderShowText(const Run& run, const ShowOptions& options);
+nlohmann::json ShowToJson(const Run& run, const ShowOptions& options);
+
+}  // namespace upguard
