@@ -1,0 +1,57 @@
+// Payload encoding and decoding of trace records (docs/formats/trace.md §5), shared by
+// TraceWriter and TraceReader so the two cannot drift apart. Framing (length, type, CRC) is
+// here too; file I/O is not.
+//
+//   std::string frame;
+//   BeginFrame(&frame);
+//   RETURN_IF_ERROR(EncodeOp(op, seq, strings, &frame));
+//   FinishFrame(RecordType::kOp, &frame);          // patches the length, appends the CRC
+//
+//   RecordError error;
+//   if (!DecodeOp(payload, strings, &op, &error)) ... error.reason, error.detail ...
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "trace/reader.h"
+#include "trace/records.h"
+#include "upguard/status.h"
+
+namespace upguard {
+
+// Why a payload could not be decoded: `reason` is the short damage name ("undefined string id
+// 7", "malformed op record"), `detail` says where or what ("input 2: unknown dtype 40").
+struct RecordError {
+  std::string reason;
+  std::string detail;
+};
+
+// Clears `frame` and reserves room for the frame header; append the payload after it.
+void BeginFrame(std::string* frame);
+// Fills in the frame header (length, type) and appends the CRC. Precondition: the payload fits
+// in kMaxPayloadBytes.
+void FinishFrame(RecordType type, std::string* frame);
+
+// Writers: append the payload to `out`. EncodeOp fails (InvalidArgument) for ids not in
+// `strings`, unknown enum values, negative dims or a payload over kMaxPayloadBytes.
+Status EncodeOp(const OpRecord& op, uint64_t seq, const StringTable& strings, std::string* out);
+void EncodeString(StringId id, std::string_view text, std::string* out);
+void EncodeStepEnd(const StepEndRecord& step_end, std::string* out);
+void EncodeEnd(uint64_t op_count, std::string* out);
+
+// Readers: parse a payload. On failure return false and fill `error`; outputs are unspecified.
+// DecodeOp reuses the vectors of `op` (no allocation once they have grown). It sets scalar
+// digests to DigestBytes(text).
+bool DecodeOp(std::string_view payload, const StringTable& strings, OpRecord* op,
+              RecordError* error);
+bool DecodeString(std::string_view payload, StringId* id, std::string_view* text,
+                  RecordError* error);
+bool DecodeStepEnd(std::string_view payload, StepEndRecord* step_end, RecordError* error);
+bool DecodeEnd(std::string_view payload, uint64_t* op_count, RecordError* error);
+
+// "RunMeta", "String", "Op", "StepEnd", "End", or "type N" for unknown types.
+std::string RecordTypeName(uint8_t type);
+
+}  // namespace upguard

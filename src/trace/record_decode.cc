@@ -1,0 +1,218 @@
+// Decoding half of record_codec.h. Every read is bounds-checked against the payload; counts are
+// checked against the bytes left before anything is resized, so a damaged count cannot make the
+// reader allocate more than the payload could describe.
+#include <limits>
+#include <string>
+
+#include "trace/format.h"
+#include "trace/record_codec.h"
+#include "trace/varint.h"
+
+namespace upguard {
+namespace {
+
+// A cursor over one payload that records the first error it meets.
+class Decoder {
+ public:
+  Decoder(std::string_view payload, const char* record, RecordError* error)
+      : p_(payload.data()), end_(payload.data() + payload.size()), record_(record), error_(error) {}
+
+  // Sets the error ("malformed <record> record", detail) and returns false.
+  bool Fail(std::string detail) {
+    error_->reason = std::string("malformed ") + record_ + " record";
+    error_->detail = std::move(detail);
+    return false;
+  }
+  bool FailEarlyEnd(const char* field) { return Fail(std::string("payload ends inside ") + field); }
+
+  bool U8(const char* field, uint8_t* value) {
+    if (p_ == end_) return FailEarlyEnd(field);
+    *value = static_cast<uint8_t>(*p_++);
+    return true;
+  }
+  bool Varint(const char* field, uint64_t* value) {
+    if (DecodeVarint(&p_, end_, value)) return true;
+    return end_ - p_ < static_cast<ptrdiff_t>(kMaxVarintBytes)
+               ? FailEarlyEnd(field)
+               : Fail(std::string("bad varint in ") + field);
+  }
+  bool Varint32(const char* field, uint32_t* value) {
+    uint64_t wide;
+    if (!Varint(field, &wide)) return false;
+    if (wide > std::numeric_limits<uint32_t>::max()) {
+      return Fail(std::string(field) + " " + std::to_string(wide) + " exceeds 32 bits");
+    }
+    *value = static_cast<uint32_t>(wide);
+    return true;
+  }
+  // A count of items that each take at least one byte: bounded by the bytes left.
+  bool Count(const char* field, uint64_t* value) {
+    if (!Varint(field, value)) return false;
+    if (*value > remaining()) {
+      return Fail(std::string(field) + " " + std::to_string(*value) + " exceeds the payload");
+    }
+    return true;
+  }
+  bool Id(const char* field, const StringTable& strings, StringId* id) {
+    if (!Varint32(field, id)) return false;
+    if (*id < strings.size()) return true;
+    error_->reason = "undefined string id " + std::to_string(*id);
+    error_->detail = std::string("in ") + field;
+    return false;
+  }
+  bool Fixed(const char* field, size_t size, const char** bytes) {
+    if (remaining() < size) return FailEarlyEnd(field);
+    *bytes = p_;
+    p_ += size;
+    return true;
+  }
+  bool Double(const char* field, double* value) {
+    const char* bytes;
+    if (!Fixed(field, 8, &bytes)) return false;
+    *value = LoadDouble(bytes);
+    return true;
+  }
+  bool Digest(const char* field, Digest128* digest) {
+    const char* bytes;
+    if (!Fixed(field, kDigestBytes, &bytes)) return false;
+    *digest = LoadDigest(bytes);
+    return true;
+  }
+  size_t remaining() const { return static_cast<size_t>(end_ - p_); }
+  std::string_view Rest() const { return std::string_view(p_, remaining()); }
+
+ private:
+  const char* p_;
+  const char* end_;
+  const char* record_;
+  RecordError* error_;
+};
+
+// Which argument is being decoded; turned into text only for an error message.
+struct ArgWhere {
+  const char* side;  // "input" or "output"
+  uint64_t index;
+  std::string str() const { return std::string(side) + " " + std::to_string(index); }
+};
+
+bool DecodeShape(Decoder& in, const ArgWhere& where, ArgRecord* arg) {
+  uint8_t dtype;
+  if (!in.U8("dtype", &dtype)) return false;
+  if (dtype > kMaxDType) {
+    return in.Fail(where.str() + ": unknown dtype " + std::to_string(dtype) +
+                   " (written by a newer upguard?)");
+  }
+  arg->dtype = static_cast<DType>(dtype);
+  uint64_t ndim;
+  if (!in.Count("ndim", &ndim)) return false;
+  arg->shape.resize(ndim);
+  for (uint64_t dim_idx = 0; dim_idx < ndim; ++dim_idx) {
+    uint64_t dim;
+    if (!in.Varint("dims", &dim)) return false;
+    if (dim > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return in.Fail(where.str() + ": dim " + std::to_string(dim) + " is 2^63 or more");
+    }
+    arg->shape[dim_idx] = static_cast<int64_t>(dim);
+  }
+  return true;
+}
+
+bool DecodeStats(Decoder& in, TensorStats* stats) {
+  return in.Double("stats", &stats->min) && in.Double("stats", &stats->max) &&
+         in.Double("stats", &stats->mean) && in.Double("stats", &stats->l2) &&
+         in.Varint("stats", &stats->finite_count) && in.Varint("stats", &stats->nan_count) &&
+         in.Varint("stats", &stats->pos_inf_count) && in.Varint("stats", &stats->neg_inf_count);
+}
+
+bool DecodeArg(Decoder& in, const StringTable& strings, const ArgWhere& where, ArgRecord* arg) {
+  uint8_t kind;
+  if (!in.U8("arg kind", &kind) || !in.Id("argument name", strings, &arg->name)) return false;
+  arg->kind = static_cast<ArgKind>(kind);
+  arg->dtype = DType::kInvalid;
+  arg->shape.clear();
+  arg->digest = Digest128{};
+  arg->has_stats = false;
+  arg->stats = TensorStats{};
+  arg->text = kEmptyString;
+  switch (arg->kind) {
+    case ArgKind::kTensor: {
+      uint8_t flags;
+      if (!DecodeShape(in, where, arg) || !in.Digest("digest", &arg->digest) ||
+          !in.U8("flags", &flags)) {
+        return false;
+      }
+      if (flags & ~kArgFlagHasStats) {
+        return in.Fail(where.str() + ": reserved bits set in flags byte " + std::to_string(flags));
+      }
+      arg->has_stats = (flags & kArgFlagHasStats) != 0;
+      return !arg->has_stats || DecodeStats(in, &arg->stats);
+    }
+    case ArgKind::kScalar: {
+      if (!in.Id("scalar text", strings, &arg->text)) return false;
+      const std::string& text = strings.Get(arg->text);
+      arg->digest = DigestBytes(text.data(), text.size());
+      return true;
+    }
+    case ArgKind::kAlias:
+    case ArgKind::kUninit:
+    case ArgKind::kOpaque:
+      return DecodeShape(in, where, arg);
+    case ArgKind::kNone:
+      return true;
+  }
+  return in.Fail(where.str() + ": unknown arg kind " + std::to_string(kind) +
+                 " (written by a newer upguard?)");
+}
+
+bool DecodeArgs(Decoder& in, const StringTable& strings, const char* side,
+                std::vector<ArgRecord>* args) {
+  uint64_t count;
+  if (!in.Count(side, &count)) return false;
+  args->resize(count);
+  for (uint64_t arg_idx = 0; arg_idx < count; ++arg_idx) {
+    if (!DecodeArg(in, strings, ArgWhere{side, arg_idx}, &(*args)[arg_idx])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool DecodeOp(std::string_view payload, const StringTable& strings, OpRecord* op,
+              RecordError* error) {
+  Decoder in(payload, "Op", error);
+  uint8_t phase;
+  if (!in.Varint("seq", &op->seq) || !in.Varint32("step", &op->step) || !in.U8("phase", &phase)) {
+    return false;
+  }
+  if (phase > static_cast<uint8_t>(Phase::kOptimizer)) {
+    return in.Fail("unknown phase " + std::to_string(phase) + " (written by a newer upguard?)");
+  }
+  op->phase = static_cast<Phase>(phase);
+  return in.Varint32("depth", &op->depth) && in.Id("op name", strings, &op->op) &&
+         in.Id("module", strings, &op->module) && in.Id("call site", strings, &op->call_site) &&
+         in.Id("node", strings, &op->node) && DecodeArgs(in, strings, "input", &op->inputs) &&
+         DecodeArgs(in, strings, "output", &op->outputs);
+}
+
+bool DecodeString(std::string_view payload, StringId* id, std::string_view* text,
+                  RecordError* error) {
+  Decoder in(payload, "String", error);
+  if (!in.Varint32("string id", id)) return false;
+  *text = in.Rest();
+  return true;
+}
+
+bool DecodeStepEnd(std::string_view payload, StepEndRecord* step_end, RecordError* error) {
+  Decoder in(payload, "StepEnd", error);
+  return in.Varint32("step", &step_end->step) && in.Varint("op count", &step_end->op_count) &&
+         in.Digest("digest", &step_end->digest);
+}
+
+bool DecodeEnd(std::string_view payload, uint64_t* op_count, RecordError* error) {
+  Decoder in(payload, "End", error);
+  return in.Varint("op count", op_count);
+}
+
+}  // namespace upguard

@@ -1,0 +1,192 @@
+// Encoding half of record_codec.h.
+#include <string>
+
+#include "trace/crc32c.h"
+#include "trace/format.h"
+#include "trace/record_codec.h"
+#include "trace/varint.h"
+
+namespace upguard {
+namespace {
+
+// Upper bounds in bytes, used to size the buffer once per op so the encoder below can write
+// through a raw pointer with no per-field bounds checks or appends.
+constexpr size_t kStatsMaxBytes = 4 * 8 + 4 * kMaxVarintBytes;
+constexpr size_t kOpFixedMaxBytes = 8 * kMaxVarintBytes + 1 + 2 * kMaxVarintBytes;
+
+size_t ArgMaxBytes(const ArgRecord& arg) {
+  return 1 + 2 * kMaxVarintBytes + 1 + arg.shape.size() * kMaxVarintBytes + kDigestBytes + 1 +
+         kStatsMaxBytes;
+}
+
+Status ArgError(const char* side, size_t arg_idx, const std::string& what) {
+  return InvalidArgument(std::string("cannot write op: ") + side + " " + std::to_string(arg_idx) +
+                         ": " + what);
+}
+
+Status CheckId(StringId id, const StringTable& strings, const char* what) {
+  if (id < strings.size()) return Status::Ok();
+  return InvalidArgument(std::string("cannot write op: ") + what + " string id " +
+                         std::to_string(id) + " was not interned by this writer");
+}
+
+Status CheckArg(const ArgRecord& arg, const StringTable& strings, const char* side,
+                size_t arg_idx) {
+  RETURN_IF_ERROR(CheckId(arg.name, strings, "argument name"));
+  switch (arg.kind) {
+    case ArgKind::kScalar:
+      return CheckId(arg.text, strings, "scalar text");
+    case ArgKind::kNone:
+      return Status::Ok();
+    case ArgKind::kTensor:
+    case ArgKind::kAlias:
+    case ArgKind::kUninit:
+    case ArgKind::kOpaque:
+      if (static_cast<uint8_t>(arg.dtype) > kMaxDType) {
+        return ArgError(side, arg_idx,
+                        "unknown dtype " + std::to_string(static_cast<int>(arg.dtype)));
+      }
+      for (int64_t dim : arg.shape) {
+        if (dim < 0) return ArgError(side, arg_idx, "negative dim " + std::to_string(dim));
+      }
+      return Status::Ok();
+  }
+  return ArgError(side, arg_idx, "unknown arg kind " + std::to_string(static_cast<int>(arg.kind)));
+}
+
+// Everything EncodeOp refuses, checked before a byte is written.
+Status CheckOp(const OpRecord& op, const StringTable& strings) {
+  if (static_cast<uint8_t>(op.phase) > static_cast<uint8_t>(Phase::kOptimizer)) {
+    return InvalidArgument("cannot write op: unknown phase " +
+                           std::to_string(static_cast<int>(op.phase)));
+  }
+  RETURN_IF_ERROR(CheckId(op.op, strings, "op name"));
+  RETURN_IF_ERROR(CheckId(op.module, strings, "module"));
+  RETURN_IF_ERROR(CheckId(op.call_site, strings, "call site"));
+  RETURN_IF_ERROR(CheckId(op.node, strings, "node"));
+  for (size_t arg_idx = 0; arg_idx < op.inputs.size(); ++arg_idx) {
+    RETURN_IF_ERROR(CheckArg(op.inputs[arg_idx], strings, "input", arg_idx));
+  }
+  for (size_t arg_idx = 0; arg_idx < op.outputs.size(); ++arg_idx) {
+    RETURN_IF_ERROR(CheckArg(op.outputs[arg_idx], strings, "output", arg_idx));
+  }
+  return Status::Ok();
+}
+
+char* PutVarint(uint64_t value, char* p) { return p + EncodeVarint(value, p); }
+
+char* PutShape(const ArgRecord& arg, char* p) {
+  *p++ = static_cast<char>(arg.dtype);
+  p = PutVarint(arg.shape.size(), p);
+  for (int64_t dim : arg.shape) p = PutVarint(static_cast<uint64_t>(dim), p);
+  return p;
+}
+
+char* PutDouble(double value, char* p) {
+  StoreDouble(value, p);
+  return p + 8;
+}
+
+// Precondition: CheckArg passed and ArgMaxBytes(arg) bytes are free at p.
+char* PutArg(const ArgRecord& arg, char* p) {
+  *p++ = static_cast<char>(arg.kind);
+  p = PutVarint(arg.name, p);
+  switch (arg.kind) {
+    case ArgKind::kTensor: {
+      p = PutShape(arg, p);
+      StoreDigest(arg.digest, p);
+      p += kDigestBytes;
+      *p++ = static_cast<char>(arg.has_stats ? kArgFlagHasStats : 0);
+      if (!arg.has_stats) return p;
+      const TensorStats& stats = arg.stats;
+      for (double value : {stats.min, stats.max, stats.mean, stats.l2}) p = PutDouble(value, p);
+      for (uint64_t count :
+           {stats.finite_count, stats.nan_count, stats.pos_inf_count, stats.neg_inf_count}) {
+        p = PutVarint(count, p);
+      }
+      return p;
+    }
+    case ArgKind::kScalar:
+      return PutVarint(arg.text, p);
+    case ArgKind::kAlias:
+    case ArgKind::kUninit:
+    case ArgKind::kOpaque:
+      return PutShape(arg, p);
+    case ArgKind::kNone:
+      return p;
+  }
+  return p;
+}
+
+}  // namespace
+
+void BeginFrame(std::string* frame) {
+  frame->clear();
+  frame->append(kFrameHeaderBytes, '\0');
+}
+
+void FinishFrame(RecordType type, std::string* frame) {
+  const size_t payload_bytes = frame->size() - kFrameHeaderBytes;
+  StoreLe32(static_cast<uint32_t>(payload_bytes), &(*frame)[0]);
+  (*frame)[4] = static_cast<char>(type);
+  AppendFixed32(Crc32c(frame->data(), frame->size()), frame);
+}
+
+Status EncodeOp(const OpRecord& op, uint64_t seq, const StringTable& strings, std::string* out) {
+  RETURN_IF_ERROR(CheckOp(op, strings));
+  size_t max_bytes = kOpFixedMaxBytes;
+  for (const ArgRecord& arg : op.inputs) max_bytes += ArgMaxBytes(arg);
+  for (const ArgRecord& arg : op.outputs) max_bytes += ArgMaxBytes(arg);
+  const size_t start = out->size();
+  out->resize(start + max_bytes);
+  char* const begin = &(*out)[start];
+  char* p = begin;
+  for (uint64_t field : {seq, uint64_t{op.step}}) p = PutVarint(field, p);
+  *p++ = static_cast<char>(op.phase);
+  for (uint64_t field : {uint64_t{op.depth}, uint64_t{op.op}, uint64_t{op.module},
+                         uint64_t{op.call_site}, uint64_t{op.node}, uint64_t{op.inputs.size()}}) {
+    p = PutVarint(field, p);
+  }
+  for (const ArgRecord& arg : op.inputs) p = PutArg(arg, p);
+  p = PutVarint(op.outputs.size(), p);
+  for (const ArgRecord& arg : op.outputs) p = PutArg(arg, p);
+  const size_t payload_bytes = static_cast<size_t>(p - begin);
+  out->resize(start + payload_bytes);
+  if (payload_bytes > kMaxPayloadBytes) {
+    out->resize(start);
+    return InvalidArgument("cannot write op " + strings.Get(op.op) + ": its record exceeds " +
+                           std::to_string(kMaxPayloadBytes) + " bytes");
+  }
+  return Status::Ok();
+}
+
+void EncodeString(StringId id, std::string_view text, std::string* out) {
+  AppendVarint(id, out);
+  out->append(text.data(), text.size());
+}
+
+void EncodeStepEnd(const StepEndRecord& step_end, std::string* out) {
+  AppendVarint(step_end.step, out);
+  AppendVarint(step_end.op_count, out);
+  AppendDigest(step_end.digest, out);
+}
+
+void EncodeEnd(uint64_t op_count, std::string* out) { AppendVarint(op_count, out); }
+
+std::string RecordTypeName(uint8_t type) {
+  switch (static_cast<RecordType>(type)) {
+    case RecordType::kRunMeta:
+      return "RunMeta";
+    case RecordType::kString:
+      return "String";
+    case RecordType::kOp:
+      return "Op";
+    case RecordType::kStepEnd:
+      return "StepEnd";
+    case RecordType::kEnd:
+      return "End";
+  }
+  return "type " + std::to_string(type);
+}
+
+}  // namespace upguard

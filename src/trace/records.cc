@@ -1,0 +1,58 @@
+#include "trace/records.h"
+
+namespace upguard {
+
+StringId StringTable::Intern(std::string_view s, bool* added) {
+  // Reused key buffer: looking up a known string does not allocate (no heterogeneous lookup in
+  // C++17's unordered_map).
+  thread_local std::string key;
+  key.assign(s.data(), s.size());
+  if (key.empty()) {
+    if (added != nullptr) *added = false;
+    return kEmptyString;
+  }
+  auto it = ids_.find(key);
+  if (it != ids_.end()) {
+    if (added != nullptr) *added = false;
+    return it->second;
+  }
+  const StringId id = static_cast<StringId>(strings_.size());
+  strings_.push_back(key);
+  ids_.emplace(key, id);
+  if (added != nullptr) *added = true;
+  return id;
+}
+
+std::string_view PhaseName(Phase phase) {
+  switch (phase) {
+    case Phase::kOther:
+      return "other";
+    case Phase::kForward:
+      return "forward";
+    case Phase::kBackward:
+      return "backward";
+    case Phase::kOptimizer:
+      return "optimizer";
+  }
+  return "unknown";
+}
+
+std::string_view ArgKindName(ArgKind kind) {
+  switch (kind) {
+    case ArgKind::kTensor:
+      return "tensor";
+    case ArgKind::kScalar:
+      return "scalar";
+    case ArgKind::kAlias:
+      return "alias";
+    case ArgKind::kUninit:
+      return "uninit";
+    case ArgKind::kNone:
+      return "none";
+    case ArgKind::kOpaque:
+      return "opaque";
+  }
+  return "unknown";
+}
+
+}  // namespace upguard

@@ -1,0 +1,43 @@
+// StepDigester: the rolling digest of one step's ops stored in StepEnd records
+// (docs/formats/trace.md §5.4). The writer folds every op it writes; a verifier folds the ops it
+// reads and compares with the StepEnd.
+//
+//   StepDigester digester;
+//   for (const OpRecord& op : ops_of_step) digester.AddOp(op, strings);
+//   StepEndRecord end{step, digester.op_count(), digester.Finish()};
+//   digester.Reset();
+//
+// Only op names, arg kinds and tensor/scalar digests enter it: module paths and call sites name
+// an op, they do not change what it computed. A scalar's digest is DigestBytes(text), recomputed
+// from the string table (ArgRecord::digest is not trusted for scalars).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "digest/digest.h"
+#include "trace/records.h"
+
+namespace upguard {
+
+class StepDigester {
+ public:
+  StepDigester();
+  ~StepDigester();
+  StepDigester(const StepDigester&) = delete;
+  StepDigester& operator=(const StepDigester&) = delete;
+
+  // Precondition: every string id in `op` is < strings.size().
+  void AddOp(const OpRecord& op, const StringTable& strings);
+  // The digest of the ops added since the last Reset (does not reset).
+  Digest128 Finish() const;
+  uint64_t op_count() const { return op_count_; }
+  void Reset();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+  uint64_t op_count_ = 0;
+};
+
+}  // namespace upguard

@@ -1,0 +1,141 @@
+#include "trace/step_digest.h"
+
+#include <gtest/gtest.h>
+#include <xxhash.h>
+
+#include "trace/format.h"
+#include "trace/trace_test_util.h"
+
+namespace upguard {
+namespace {
+
+class TraceStepDigestTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    op_.op = strings_.Intern("aten::mul");
+    op_.module = strings_.Intern("blocks.0.attn");
+    op_.call_site = strings_.Intern("model.py:12");
+    ArgRecord tensor;
+    tensor.kind = ArgKind::kTensor;
+    tensor.dtype = DType::kFloat32;
+    tensor.shape = {2, 2};
+    tensor.digest = Digest128{0x0123456789ABCDEFull, 0xFEDCBA9876543210ull};
+    ArgRecord scalar;
+    scalar.kind = ArgKind::kScalar;
+    scalar.text = strings_.Intern("2.0");
+    ArgRecord alias;
+    alias.kind = ArgKind::kAlias;
+    alias.dtype = DType::kFloat32;
+    alias.shape = {4};
+    op_.inputs = {tensor, scalar};
+    op_.outputs = {tensor, alias};
+    op_.outputs[0].digest.low ^= 1;
+  }
+
+  Digest128 DigestOf(const std::vector<OpRecord>& ops) {
+    StepDigester digester;
+    for (const OpRecord& op : ops) digester.AddOp(op, strings_);
+    EXPECT_EQ(digester.op_count(), ops.size());
+    return digester.Finish();
+  }
+
+  StringTable strings_;
+  OpRecord op_;
+};
+
+// The spec's byte string (trace.md §5.4), built by hand: a second route to the same digest.
+TEST_F(TraceStepDigestTest, MatchesTheSpecByteString) {
+  std::string bytes = "aten::mul";
+  bytes.push_back('\x00');
+  bytes.push_back(static_cast<char>(ArgKind::kTensor));
+  AppendDigest(op_.inputs[0].digest, &bytes);
+  bytes.push_back(static_cast<char>(ArgKind::kScalar));
+  AppendDigest(DigestBytes("2.0", 3), &bytes);
+  bytes.push_back('\xFF');
+  bytes.push_back(static_cast<char>(ArgKind::kTensor));
+  AppendDigest(op_.outputs[0].digest, &bytes);
+  bytes.push_back(static_cast<char>(ArgKind::kAlias));
+  bytes.push_back('\xFF');
+  const XXH128_hash_t expected = XXH3_128bits(bytes.data(), bytes.size());
+  EXPECT_EQ(DigestOf({op_}), (Digest128{expected.high64, expected.low64}));
+  const XXH128_hash_t empty = XXH3_128bits("", 0);
+  EXPECT_EQ(DigestOf({}), (Digest128{empty.high64, empty.low64}));
+}
+
+TEST_F(TraceStepDigestTest, NamesDoNotCountValuesDo) {
+  const Digest128 base = DigestOf({op_, op_});
+  EXPECT_EQ(DigestOf({op_, op_}), base);
+
+  OpRecord renamed = op_;
+  renamed.module = strings_.Intern("blocks.7.attn");
+  renamed.call_site = strings_.Intern("other.py:1");
+  renamed.node = strings_.Intern("MulBackward0");
+  renamed.depth = 3;
+  renamed.phase = Phase::kBackward;
+  renamed.inputs[1].digest = Digest128{1, 1};  // a scalar's digest comes from its text
+  renamed.outputs[1].shape = {2, 2};           // alias shapes are not hashed
+  renamed.inputs[0].has_stats = true;
+  renamed.inputs[0].stats.max = 99;
+  EXPECT_EQ(DigestOf({op_, renamed}), base);
+
+  auto differs = [&](const OpRecord& changed) { return DigestOf({op_, changed}) != base; };
+  OpRecord changed = op_;
+  changed.inputs[0].digest.high ^= 1;
+  EXPECT_TRUE(differs(changed)) << "input digest";
+  changed = op_;
+  changed.outputs[0].digest.low ^= 2;
+  EXPECT_TRUE(differs(changed)) << "output digest";
+  changed = op_;
+  changed.inputs[1].text = strings_.Intern("3.0");
+  EXPECT_TRUE(differs(changed)) << "scalar text";
+  changed = op_;
+  changed.op = strings_.Intern("aten::add");
+  EXPECT_TRUE(differs(changed)) << "op name";
+  changed = op_;
+  changed.outputs[1].kind = ArgKind::kUninit;
+  EXPECT_TRUE(differs(changed)) << "arg kind";
+  changed = op_;
+  changed.outputs.insert(changed.outputs.begin(), changed.inputs.back());
+  changed.inputs.pop_back();
+  EXPECT_TRUE(differs(changed)) << "an input moved to the outputs";
+  EXPECT_NE(DigestOf({op_}), base) << "op count";
+}
+
+TEST_F(TraceStepDigestTest, ResetStartsAFreshStep) {
+  StepDigester digester;
+  digester.AddOp(op_, strings_);
+  const Digest128 one = digester.Finish();
+  digester.AddOp(op_, strings_);
+  digester.Reset();
+  EXPECT_EQ(digester.op_count(), 0u);
+  digester.AddOp(op_, strings_);
+  EXPECT_EQ(digester.Finish(), one);
+}
+
+// What the writer stores equals what a verifier recomputes from the ops read back.
+TEST_F(TraceStepDigestTest, WrittenStepEndsVerify) {
+  const std::string path = testing::TempTracePath("steps.ugt");
+  testing::WriteSampleTrace(path);
+  auto reader = TraceReader::Open(path);
+  ASSERT_TRUE(reader.ok());
+  StepDigester digester;
+  TraceRecord record;
+  int step_ends = 0;
+  while (true) {
+    auto more = (*reader)->Next(&record);
+    ASSERT_TRUE(more.ok());
+    if (!*more) break;
+    if (record.type == RecordType::kOp) {
+      digester.AddOp(record.op, (*reader)->strings());
+      continue;
+    }
+    EXPECT_EQ(record.step_end.op_count, digester.op_count());
+    EXPECT_EQ(record.step_end.digest, digester.Finish());
+    digester.Reset();
+    ++step_ends;
+  }
+  EXPECT_EQ(step_ends, 2);
+}
+
+}  // namespace
+}  // namespace upguard
