@@ -1,0 +1,248 @@
+// Parser half of text_format.h: one pass over the lines, feeding a TraceWriter. An op is held
+// until the next non-argument line, because its "in"/"out" lines follow it.
+#include <nlohmann/json.hpp>
+
+#include "trace/text_format.h"
+#include "trace/text_syntax.h"
+#include "trace/writer.h"
+
+namespace upguard {
+namespace {
+
+using text::TextToken;
+
+class TextParser {
+ public:
+  TextParser(std::string_view source, const std::string& out_path)
+      : source_(source), out_path_(out_path) {}
+
+  Status ParseLine(std::string_view line);
+  Status Finish();
+  void set_line_number(size_t line_number) { line_number_ = line_number; }
+
+ private:
+  Status Error(const std::string& what) const {
+    return InvalidArgument(std::string(source_) + ":" + std::to_string(line_number_) + ": " + what);
+  }
+  Status EnsureWriter(std::string_view meta_json);
+  Status FlushOp();
+  Status ParseOp(const std::vector<TextToken>& tokens);
+  Status ParseArg(const std::vector<TextToken>& tokens);
+  Status ParseTensorFields(const std::vector<TextToken>& tokens, size_t first, ArgRecord* arg);
+  Status ParseStats(std::string_view value, TensorStats* stats);
+
+  std::string_view source_;
+  std::string out_path_;
+  size_t line_number_ = 0;
+  std::unique_ptr<TraceWriter> writer_;
+  OpRecord op_;
+  bool has_op_ = false;
+  bool ended_ = false;
+  uint32_t default_step_ = 0;
+  std::vector<TextToken> tokens_;
+};
+
+Status TextParser::EnsureWriter(std::string_view meta_json) {
+  if (writer_ != nullptr) return Status::Ok();
+  ASSIGN_OR_RETURN(writer_, TraceWriter::Create(out_path_, meta_json));
+  return Status::Ok();
+}
+
+Status TextParser::FlushOp() {
+  if (!has_op_) return Status::Ok();
+  has_op_ = false;
+  return writer_->WriteOp(op_);
+}
+
+Status TextParser::ParseLine(std::string_view line) {
+  const size_t start = line.find_first_not_of(" \t\r");
+  if (start == std::string_view::npos) return Status::Ok();
+  line.remove_prefix(start);
+  if (line.substr(0, 5) == "meta " || line.substr(0, 5) == "meta\t") {
+    if (writer_ != nullptr) return Error("'meta' must be the first line");
+    const auto meta = nlohmann::ordered_json::parse(line.substr(5), nullptr, false);
+    if (!meta.is_object()) return Error("'meta' wants a JSON object on the rest of the line");
+    return EnsureWriter(meta.dump());
+  }
+  std::string error;
+  if (!text::TokenizeLine(line, &tokens_, &error)) return Error(error);
+  if (tokens_.empty()) return Status::Ok();
+  if (ended_) return Error("nothing may follow 'end'");
+  RETURN_IF_ERROR(EnsureWriter("{}"));
+  const std::string& verb = tokens_[0].text;
+  if (verb == "in" || verb == "out") return ParseArg(tokens_);
+  RETURN_IF_ERROR(FlushOp());
+  if (verb == "op") return ParseOp(tokens_);
+  if (verb == "stepend") {
+    uint64_t step;
+    if (tokens_.size() != 2 || !text::ParseUint(tokens_[1].text, UINT32_MAX, &step)) {
+      return Error("want 'stepend STEP'");
+    }
+    default_step_ = static_cast<uint32_t>(step) + 1;
+    return writer_->EndStep(static_cast<uint32_t>(step));
+  }
+  if (verb == "end") {
+    if (tokens_.size() != 1) return Error("'end' takes no arguments");
+    ended_ = true;
+    return writer_->Close();
+  }
+  return Error("unknown line '" + verb + "' (want meta, op, in, out, stepend or end)");
+}
+
+Status TextParser::ParseOp(const std::vector<TextToken>& tokens) {
+  op_ = OpRecord{};
+  op_.step = default_step_;
+  bool has_name = false;
+  for (size_t token_idx = 1; token_idx < tokens.size(); ++token_idx) {
+    const TextToken& token = tokens[token_idx];
+    if (!token.is_key_value()) return Error("op wants KEY=VALUE fields, got '" + token.text + "'");
+    const std::string_view key = token.key();
+    const std::string_view value = token.value();
+    uint64_t number = 0;
+    if (key == "name") {
+      op_.op = writer_->Intern(value);
+      has_name = true;
+    } else if (key == "module") {
+      op_.module = writer_->Intern(value);
+    } else if (key == "site") {
+      op_.call_site = writer_->Intern(value);
+    } else if (key == "node") {
+      op_.node = writer_->Intern(value);
+    } else if (key == "step" || key == "depth") {
+      if (!text::ParseUint(value, UINT32_MAX, &number)) return Error("bad " + std::string(key));
+      (key == "step" ? op_.step : op_.depth) = static_cast<uint32_t>(number);
+    } else if (key == "phase") {
+      bool found = false;
+      for (uint8_t code = 0; code <= static_cast<uint8_t>(Phase::kOptimizer) && !found; ++code) {
+        found = PhaseName(static_cast<Phase>(code)) == value;
+        if (found) op_.phase = static_cast<Phase>(code);
+      }
+      if (!found) return Error("unknown phase '" + std::string(value) + "'");
+    } else {
+      return Error("unknown op field '" + std::string(key) + "'");
+    }
+  }
+  if (!has_name) return Error("op needs name=OP_NAME");
+  has_op_ = true;
+  return Status::Ok();
+}
+
+Status TextParser::ParseArg(const std::vector<TextToken>& tokens) {
+  if (!has_op_) return Error("'" + tokens[0].text + "' must follow an 'op' line");
+  ArgRecord arg;
+  size_t next = 1;
+  auto is_kind = [](const TextToken& token, ArgKind* kind) {
+    for (uint8_t code = 1; code <= static_cast<uint8_t>(ArgKind::kOpaque); ++code) {
+      if (!token.quoted && ArgKindName(static_cast<ArgKind>(code)) == token.text) {
+        *kind = static_cast<ArgKind>(code);
+        return true;
+      }
+    }
+    return false;
+  };
+  if (next < tokens.size() && !is_kind(tokens[next], &arg.kind)) {
+    arg.name = writer_->Intern(tokens[next].text);
+    ++next;
+  }
+  if (next >= tokens.size() || !is_kind(tokens[next], &arg.kind)) {
+    return Error("want '" + tokens[0].text +
+                 " [NAME] KIND ...' with KIND tensor, scalar, alias, uninit, none or opaque");
+  }
+  ++next;
+  const bool has_shape = arg.kind != ArgKind::kScalar && arg.kind != ArgKind::kNone;
+  if (has_shape &&
+      (next >= tokens.size() || !text::ParseShapeText(tokens[next].text, &arg.dtype, &arg.shape))) {
+    return Error("want DTYPE[DIMS] after '" + std::string(ArgKindName(arg.kind)) +
+                 "', such as float32[4,64] or int64[]");
+  }
+  if (has_shape) ++next;
+  if (arg.kind == ArgKind::kTensor) {
+    RETURN_IF_ERROR(ParseTensorFields(tokens, next, &arg));
+    next = tokens.size();
+  } else if (arg.kind == ArgKind::kScalar) {
+    if (next >= tokens.size()) return Error("want 'scalar TEXT' (quote it: scalar '1.0')");
+    arg.text = writer_->Intern(tokens[next].text);
+    ++next;
+  }
+  if (next < tokens.size()) return Error("unexpected '" + tokens[next].text + "'");
+  (tokens[0].text == "in" ? op_.inputs : op_.outputs).push_back(std::move(arg));
+  return Status::Ok();
+}
+
+Status TextParser::ParseTensorFields(const std::vector<TextToken>& tokens, size_t first,
+                                     ArgRecord* arg) {
+  bool has_digest = false;
+  for (size_t token_idx = first; token_idx < tokens.size(); ++token_idx) {
+    const TextToken& token = tokens[token_idx];
+    if (token.is_key_value() && token.key() == "digest") {
+      if (!text::ParseDigestText(token.value(), &arg->digest)) {
+        return Error("bad digest '" + std::string(token.value()) +
+                     "' (want 32 hex digits or @LABEL)");
+      }
+      has_digest = true;
+    } else if (token.is_key_value() && token.key() == "stats") {
+      RETURN_IF_ERROR(ParseStats(token.value(), &arg->stats));
+      arg->has_stats = true;
+    } else {
+      return Error("unexpected '" + token.text + "' (a tensor takes digest= and stats=)");
+    }
+  }
+  if (!has_digest) return Error("a tensor needs digest=HEX or digest=@LABEL");
+  return Status::Ok();
+}
+
+Status TextParser::ParseStats(std::string_view value, TensorStats* stats) {
+  while (!value.empty()) {
+    const size_t comma = value.find(',');
+    const std::string_view item = value.substr(0, comma);
+    const size_t colon = item.find(':');
+    const std::string_view key = item.substr(0, colon);
+    const std::string_view number =
+        colon == std::string_view::npos ? std::string_view() : item.substr(colon + 1);
+    double* real = key == "min"    ? &stats->min
+                   : key == "max"  ? &stats->max
+                   : key == "mean" ? &stats->mean
+                   : key == "l2"   ? &stats->l2
+                                   : nullptr;
+    uint64_t* count = key == "finite" ? &stats->finite_count
+                      : key == "nan"  ? &stats->nan_count
+                      : key == "pinf" ? &stats->pos_inf_count
+                      : key == "ninf" ? &stats->neg_inf_count
+                                      : nullptr;
+    const bool ok = real != nullptr    ? text::ParseDouble(number, real)
+                    : count != nullptr ? text::ParseUint(number, UINT64_MAX, count)
+                                       : false;
+    if (!ok) {
+      return Error("bad stats item '" + std::string(item) +
+                   "' (want min:X,max:X,mean:X,l2:X,finite:N,nan:N,pinf:N,ninf:N)");
+    }
+    if (comma == std::string_view::npos) break;
+    value.remove_prefix(comma + 1);
+  }
+  return Status::Ok();
+}
+
+Status TextParser::Finish() {
+  RETURN_IF_ERROR(EnsureWriter("{}"));
+  RETURN_IF_ERROR(FlushOp());
+  if (ended_) return Status::Ok();
+  return writer_->Flush();  // no End record: an incomplete trace, on purpose
+}
+
+}  // namespace
+
+Status WriteTraceFromText(std::string_view text, std::string_view source,
+                          const std::string& out_path) {
+  TextParser parser(source, out_path);
+  size_t line_number = 0;
+  while (!text.empty()) {
+    const size_t newline = text.find('\n');
+    parser.set_line_number(++line_number);
+    RETURN_IF_ERROR(parser.ParseLine(text.substr(0, newline)));
+    if (newline == std::string_view::npos) break;
+    text.remove_prefix(newline + 1);
+  }
+  return parser.Finish();
+}
+
+}  // namespace upguard
