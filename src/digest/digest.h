@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "upguard/status.h"
 #include "upguard/tensor.h"
@@ -21,20 +22,28 @@ namespace upguard {
 
 // Size of one leaf chunk of logical bytes. Part of the format: changing it changes every digest.
 inline constexpr size_t kDigestChunkBytes = 64 * 1024;
+// Most dimensions a digestible tensor may have (the header stores ndim in one byte).
+inline constexpr int kMaxDigestDims = 64;
 
 struct Digest128 {
   uint64_t high = 0;
   uint64_t low = 0;
 
-  bool operator==(const Digest128& other) const {
-    return high == other.high && low == other.low;
-  }
+  bool operator==(const Digest128& other) const { return high == other.high && low == other.low; }
   bool operator!=(const Digest128& other) const { return !(*this == other); }
   // 32 lowercase hex digits, high word first (XXH128's canonical order).
   std::string Hex() const;
   // The first 8 hex digits, for tables.
   std::string Short() const { return Hex().substr(0, 8); }
+
+  // The 16-byte canonical form (XXH128_canonical_t): `high` big-endian, then `low` big-endian.
+  // This is how leaves enter the root hash and how binary formats should store a digest.
+  void ToCanonical(uint8_t out[16]) const;
+  static Digest128 FromCanonical(const uint8_t in[16]);
 };
+
+// Parses the 32-hex-digit form written by Hex() (either case). InvalidArgument otherwise.
+StatusOr<Digest128> ParseDigestHex(std::string_view hex);
 
 // Statistics over a floating tensor's values (float64 arithmetic). min/max/mean/l2 cover the
 // finite values only; with no finite value they are 0 and finite_count is 0.
@@ -61,8 +70,17 @@ struct TensorDigest {
 };
 
 // Fails (InvalidArgument) for kInvalid dtype, negative sizes or strides, or null data with
-// numel > 0. A tensor with zero elements has a valid digest (of its header).
+// numel > 0; also for ndim outside [0, kMaxDigestDims], null sizes/strides with ndim > 0,
+// sizes or strides that address 2^63 bytes or more, and options.threads < 1.
+// A tensor with zero elements has a valid digest (of its header).
 StatusOr<TensorDigest> DigestTensor(const TensorView& tensor, const DigestOptions& options);
+
+// The root of a tensor digest from its leaf digests (docs/formats/digest.md §5.3), for
+// implementations that compute leaves elsewhere (a GPU kernel, a streaming reader).
+// `leaves[k]` = XXH3-128 of chunk k of the logical byte stream. Fails (InvalidArgument) on an
+// invalid dtype/shape or when num_leaves is not ceil(numel * DTypeSize(dtype) / 64 KiB).
+StatusOr<Digest128> DigestFromLeaves(DType dtype, const int64_t* sizes, int ndim,
+                                     const Digest128* leaves, size_t num_leaves);
 
 // Digest of an arbitrary byte string (used for scalars, RNG states, step digests):
 // XXH3-128 with seed 0, as Digest128.

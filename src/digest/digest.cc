@@ -1,0 +1,239 @@
+// DigestTensor: walks the logical byte stream one 64 KiB chunk at a time. Each chunk is hashed
+// to a leaf and, for floating dtypes, summarized into ChunkStats while it is hot in cache.
+//
+// Contiguous tensors are hashed in place; strided ones are gathered chunk by chunk into a
+// per-thread 64 KiB buffer. One thread streams leaves straight into the root hasher (nothing is
+// stored); several threads each take a contiguous run of chunks, store their leaves and
+// partials by chunk index, and the caller folds them in chunk order, which is what makes the
+// digest and the statistics independent of the thread count.
+#include "digest/digest.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "digest/gather.h"
+#include "digest/root.h"
+#include "digest/stats.h"
+
+namespace upguard {
+namespace {
+
+// Below this many chunks per worker, starting a thread costs more than it saves.
+constexpr uint64_t kMinChunksPerWorker = 8;
+
+// Everything a worker needs to produce the leaves and partials of a range of chunks.
+struct ChunkSource {
+  DType dtype;
+  TensorLayout layout;
+  const uint8_t* data;  // the contiguous bytes; unused when gathering
+  bool stats;
+};
+
+uint8_t* ThreadGatherBuffer() {
+  thread_local std::unique_ptr<uint8_t[]> buffer;
+  if (!buffer) buffer.reset(new uint8_t[kDigestChunkBytes]);
+  return buffer.get();
+}
+
+// Calls sink(chunk_idx, leaf, chunk_stats) for chunks [begin, end) in order. With a reader the
+// chunks are gathered through it (it is moved to `begin` first); without one they are read in
+// place from source.data.
+template <typename Sink>
+void ProcessChunks(const ChunkSource& source, StridedReader* reader, uint64_t begin, uint64_t end,
+                   Sink sink) {
+  const size_t elem_size = source.layout.elem_size;
+  uint8_t* buffer = nullptr;
+  if (reader != nullptr) {
+    reader->Seek(begin * (kDigestChunkBytes / elem_size));
+    buffer = ThreadGatherBuffer();
+  }
+  for (uint64_t chunk_idx = begin; chunk_idx < end; ++chunk_idx) {
+    const uint64_t offset = chunk_idx * kDigestChunkBytes;
+    const size_t size = static_cast<size_t>(
+        std::min<uint64_t>(kDigestChunkBytes, source.layout.byte_length - offset));
+    const uint8_t* bytes = buffer;
+    if (reader != nullptr) {
+      reader->Read(size / elem_size, buffer);
+    } else {
+      bytes = source.data + offset;
+    }
+    const XXH128_hash_t hash = XXH3_128bits(bytes, size);
+    ChunkStats chunk_stats;
+    if (source.stats) chunk_stats = ComputeChunkStats(source.dtype, bytes, size);
+    sink(chunk_idx, Digest128{hash.high64, hash.low64}, chunk_stats);
+  }
+}
+
+Status CheckView(const TensorView& view, const TensorLayout& layout) {
+  if (view.ndim > 0 && view.strides == nullptr) {
+    return InvalidArgument("DigestTensor: strides is null but ndim is " +
+                           std::to_string(view.ndim));
+  }
+  uint64_t last_offset = 0;  // bytes from data to the last element
+  bool overflow = false;
+  for (int dim_idx = 0; dim_idx < view.ndim; ++dim_idx) {
+    const int64_t stride = view.strides[dim_idx];
+    if (stride < 0) {
+      return InvalidArgument("DigestTensor: stride of dim " + std::to_string(dim_idx) + " is " +
+                             std::to_string(stride) +
+                             "; negative strides are not supported (copy the tensor, or flip "
+                             "it back, before digesting)");
+    }
+    if (layout.numel == 0) continue;
+    uint64_t extent = 0;
+    overflow |= __builtin_mul_overflow(static_cast<uint64_t>(stride),
+                                       static_cast<uint64_t>(view.sizes[dim_idx] - 1), &extent);
+    overflow |= __builtin_add_overflow(last_offset, extent, &last_offset);
+  }
+  overflow |= __builtin_mul_overflow(last_offset, layout.elem_size, &last_offset);
+  if (overflow || last_offset >= (uint64_t{1} << 63)) {
+    return InvalidArgument("DigestTensor: the strides address more than 2^63 bytes; check them");
+  }
+  if (layout.numel > 0 && view.data == nullptr) {
+    return InvalidArgument("DigestTensor: data is null for a tensor with " +
+                           std::to_string(layout.numel) + " elements");
+  }
+  return Status::Ok();
+}
+
+// Splits the chunks into `workers` contiguous runs, one per thread (the caller's thread takes
+// the first), stores leaves and partials by chunk index, then folds them in chunk order.
+void ProcessChunksInParallel(const ChunkSource& source, const StridedReader* reader,
+                             uint64_t workers, RootHasher* root, StatsAccumulator* stats) {
+  const uint64_t chunk_count = source.layout.chunk_count;
+  std::vector<Digest128> leaves(chunk_count);
+  std::vector<ChunkStats> partials(source.stats ? chunk_count : 0);
+  auto run_worker = [&](uint64_t worker_idx) {
+    std::optional<StridedReader> own_reader;  // each worker walks its own odometer
+    if (reader != nullptr) own_reader.emplace(*reader);
+    ProcessChunks(source, own_reader ? &*own_reader : nullptr, chunk_count * worker_idx / workers,
+                  chunk_count * (worker_idx + 1) / workers,
+                  [&](uint64_t chunk_idx, const Digest128& leaf, const ChunkStats& chunk_stats) {
+                    leaves[chunk_idx] = leaf;
+                    if (source.stats) partials[chunk_idx] = chunk_stats;
+                  });
+  };
+  std::vector<std::thread> threads;
+  threads.reserve(workers - 1);
+  for (uint64_t worker_idx = 1; worker_idx < workers; ++worker_idx) {
+    try {
+      threads.emplace_back(run_worker, worker_idx);
+    } catch (const std::system_error&) {
+      run_worker(worker_idx);  // no thread to spare: do this share here
+    }
+  }
+  run_worker(0);
+  for (std::thread& thread : threads) thread.join();
+  for (const Digest128& leaf : leaves) root->AddLeaf(leaf);
+  for (const ChunkStats& chunk_stats : partials) stats->Add(chunk_stats);
+}
+
+}  // namespace
+
+void Digest128::ToCanonical(uint8_t out[16]) const {
+  for (int byte_idx = 0; byte_idx < 8; ++byte_idx) {
+    out[byte_idx] = static_cast<uint8_t>(high >> (56 - 8 * byte_idx));
+    out[8 + byte_idx] = static_cast<uint8_t>(low >> (56 - 8 * byte_idx));
+  }
+}
+
+Digest128 Digest128::FromCanonical(const uint8_t in[16]) {
+  Digest128 digest;
+  for (int byte_idx = 0; byte_idx < 8; ++byte_idx) {
+    digest.high = (digest.high << 8) | in[byte_idx];
+    digest.low = (digest.low << 8) | in[8 + byte_idx];
+  }
+  return digest;
+}
+
+std::string Digest128::Hex() const {
+  char text[33];
+  std::snprintf(text, sizeof(text), "%016llx%016llx", static_cast<unsigned long long>(high),
+                static_cast<unsigned long long>(low));
+  return text;
+}
+
+StatusOr<Digest128> ParseDigestHex(std::string_view hex) {
+  if (hex.size() != 32) {
+    return InvalidArgument("digest '" + std::string(hex) + "' is not 32 hex digits");
+  }
+  uint64_t words[2] = {0, 0};
+  for (size_t char_idx = 0; char_idx < hex.size(); ++char_idx) {
+    const char c = hex[char_idx];
+    uint64_t nibble;
+    if (c >= '0' && c <= '9') {
+      nibble = static_cast<uint64_t>(c - '0');
+    } else if (c >= 'a' && c <= 'f') {
+      nibble = static_cast<uint64_t>(c - 'a' + 10);
+    } else if (c >= 'A' && c <= 'F') {
+      nibble = static_cast<uint64_t>(c - 'A' + 10);
+    } else {
+      return InvalidArgument("digest '" + std::string(hex) + "' has a non-hex character at " +
+                             std::to_string(char_idx));
+    }
+    uint64_t& word = words[char_idx / 16];
+    word = (word << 4) | nibble;
+  }
+  return Digest128{words[0], words[1]};
+}
+
+Digest128 DigestBytes(const void* data, size_t size) {
+  const XXH128_hash_t hash = XXH3_128bits(data, size);
+  return Digest128{hash.high64, hash.low64};
+}
+
+StatusOr<Digest128> DigestFromLeaves(DType dtype, const int64_t* sizes, int ndim,
+                                     const Digest128* leaves, size_t num_leaves) {
+  ASSIGN_OR_RETURN(const TensorLayout layout, CheckShape("DigestFromLeaves", dtype, sizes, ndim));
+  if (num_leaves != layout.chunk_count) {
+    return InvalidArgument("DigestFromLeaves: got " + std::to_string(num_leaves) +
+                           " leaves but dtype and shape make " +
+                           std::to_string(layout.chunk_count) + " chunks");
+  }
+  RootHasher root(dtype, sizes, ndim, layout);
+  for (size_t leaf_idx = 0; leaf_idx < num_leaves; ++leaf_idx) root.AddLeaf(leaves[leaf_idx]);
+  return root.Finish();
+}
+
+StatusOr<TensorDigest> DigestTensor(const TensorView& tensor, const DigestOptions& options) {
+  ASSIGN_OR_RETURN(const TensorLayout layout,
+                   CheckShape("DigestTensor", tensor.dtype, tensor.sizes, tensor.ndim));
+  RETURN_IF_ERROR(CheckView(tensor, layout));
+  if (options.threads < 1) {
+    return InvalidArgument("DigestTensor: options.threads is " + std::to_string(options.threads) +
+                           "; use 1 or more");
+  }
+  const ChunkSource source{tensor.dtype, layout, static_cast<const uint8_t*>(tensor.data),
+                           options.stats && DTypeIsFloating(tensor.dtype)};
+  // Lives on the stack: a small tensor is digested without touching the heap.
+  StridedReader layout_reader(tensor.data, layout.elem_size, tensor.sizes, tensor.strides,
+                              tensor.ndim);
+  StridedReader* reader = layout_reader.contiguous() ? nullptr : &layout_reader;
+
+  TensorDigest result;
+  result.has_stats = source.stats;
+  RootHasher root(tensor.dtype, tensor.sizes, tensor.ndim, layout);
+  StatsAccumulator stats;
+  const uint64_t workers = std::min<uint64_t>(static_cast<uint64_t>(options.threads),
+                                              layout.chunk_count / kMinChunksPerWorker);
+  if (workers <= 1) {
+    ProcessChunks(source, reader, 0, layout.chunk_count,
+                  [&](uint64_t, const Digest128& leaf, const ChunkStats& chunk_stats) {
+                    root.AddLeaf(leaf);
+                    if (source.stats) stats.Add(chunk_stats);
+                  });
+  } else {
+    ProcessChunksInParallel(source, reader, workers, &root, &stats);
+  }
+  result.digest = root.Finish();
+  if (source.stats) result.stats = stats.Finish();
+  return result;
+}
+
+}  // namespace upguard

@@ -1,0 +1,97 @@
+#include "digest/gather.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <vector>
+
+#include "digest/digest_test_util.h"
+
+namespace upguard {
+namespace {
+
+using testing::LogicalBytes;
+using testing::OwnedView;
+
+// int32 storage holding 0, 1, 2, ... so every element is distinguishable.
+std::vector<int32_t> Storage(size_t n) {
+  std::vector<int32_t> storage(n);
+  std::iota(storage.begin(), storage.end(), 0);
+  return storage;
+}
+
+bool IsContiguous(const OwnedView& t) {
+  return StridedReader(t.data, 4, t.sizes.data(), t.strides.data(),
+                       static_cast<int>(t.sizes.size()))
+      .contiguous();
+}
+
+TEST(DigestGatherTest, RecognizesContiguousLayouts) {
+  const std::vector<int32_t> storage = Storage(64);
+  EXPECT_TRUE(IsContiguous({DType::kInt32, {2, 3, 4}, {12, 4, 1}, storage.data()}));
+  EXPECT_TRUE(IsContiguous({DType::kInt32, {}, {}, storage.data()}));
+  // Size-1 dimensions may carry any stride.
+  EXPECT_TRUE(IsContiguous({DType::kInt32, {1, 6, 1}, {99, 1, 7}, storage.data()}));
+  EXPECT_TRUE(IsContiguous({DType::kInt32, {3, 0}, {5, 9}, storage.data()}));  // empty
+  // A leading-dim slice of a contiguous tensor is still contiguous.
+  EXPECT_TRUE(IsContiguous({DType::kInt32, {2, 4}, {4, 1}, storage.data() + 8}));
+
+  EXPECT_FALSE(IsContiguous({DType::kInt32, {3, 2}, {1, 3}, storage.data()}));  // transposed
+  EXPECT_FALSE(IsContiguous({DType::kInt32, {3, 2}, {4, 1}, storage.data()}));  // column slice
+  EXPECT_FALSE(IsContiguous({DType::kInt32, {4}, {0}, storage.data()}));        // broadcast
+  EXPECT_FALSE(IsContiguous({DType::kInt32, {4}, {2}, storage.data()}));        // step 2
+}
+
+// Reading any layout in pieces of any size, from any starting point, equals the stride formula.
+TEST(DigestGatherTest, ReadMatchesStrideFormulaFromAnyPosition) {
+  const std::vector<int32_t> storage = Storage(512);
+  const std::vector<OwnedView> layouts = {
+      {DType::kInt32, {4, 5}, {5, 1}, storage.data()},
+      {DType::kInt32, {5, 4}, {1, 5}, storage.data()},                    // transposed
+      {DType::kInt32, {3, 4, 5}, {40, 5, 1}, storage.data() + 3},         // outer gaps
+      {DType::kInt32, {3, 4, 5}, {1, 3, 12}, storage.data()},             // fully permuted
+      {DType::kInt32, {2, 3, 4}, {0, 4, 1}, storage.data()},              // broadcast outer
+      {DType::kInt32, {2, 3, 4}, {12, 4, 0}, storage.data()},             // broadcast inner
+      {DType::kInt32, {7}, {3}, storage.data() + 1},                      // step 3
+      {DType::kInt32, {2, 1, 3, 1}, {30, 77, 2, 5}, storage.data() + 2},  // size-1 dims
+  };
+  for (const OwnedView& layout : layouts) {
+    const std::vector<uint8_t> expected = LogicalBytes(layout);
+    const uint64_t numel = expected.size() / 4;
+    for (uint64_t start = 0; start <= numel; ++start) {
+      for (uint64_t piece : {uint64_t{1}, uint64_t{3}, uint64_t{7}, numel}) {
+        StridedReader reader(layout.data, 4, layout.sizes.data(), layout.strides.data(),
+                             static_cast<int>(layout.sizes.size()));
+        reader.Seek(start);
+        std::vector<uint8_t> got((numel - start) * 4);
+        for (uint64_t done = start; done < numel; done += std::min(piece, numel - done)) {
+          reader.Read(std::min(piece, numel - done), &got[(done - start) * 4]);
+        }
+        ASSERT_TRUE(std::equal(got.begin(), got.end(), expected.begin() + start * 4))
+            << "layout " << &layout - layouts.data() << " start " << start << " piece " << piece;
+      }
+    }
+  }
+}
+
+TEST(DigestGatherTest, EveryElementSize) {
+  std::vector<uint8_t> storage(16 * 40);
+  std::iota(storage.begin(), storage.end(), 0);
+  for (const DType dtype :
+       {DType::kUInt8, DType::kInt16, DType::kFloat32, DType::kFloat64, DType::kComplex128}) {
+    for (const std::vector<int64_t>& strides :
+         std::vector<std::vector<int64_t>>{{1, 5}, {0, 2}, {6, 0}}) {
+      const OwnedView layout{dtype, {5, 4}, strides, storage.data()};
+      const std::vector<uint8_t> expected = LogicalBytes(layout);
+      StridedReader reader(layout.data, DTypeSize(dtype), layout.sizes.data(),
+                           layout.strides.data(), 2);
+      std::vector<uint8_t> got(expected.size());
+      reader.Read(20, got.data());
+      EXPECT_EQ(got, expected) << DTypeName(dtype) << " strides " << strides[0] << ","
+                               << strides[1];
+    }
+  }
+}
+
+}  // namespace
+}  // namespace upguard

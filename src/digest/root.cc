@@ -1,0 +1,112 @@
+#include "digest/root.h"
+
+#include <cstring>
+#include <string>
+
+namespace upguard {
+namespace {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "digest v1 hashes element bytes as stored; a big-endian host must byte-swap");
+
+constexpr char kTag[4] = {'U', 'G', 'D', '1'};
+
+void StoreU64Le(uint64_t value, uint8_t* out) {
+  for (int byte_idx = 0; byte_idx < 8; ++byte_idx) {
+    out[byte_idx] = static_cast<uint8_t>(value >> (8 * byte_idx));
+  }
+}
+
+}  // namespace
+
+StatusOr<TensorLayout> CheckShape(const char* caller, DType dtype, const int64_t* sizes, int ndim) {
+  // Messages are built only on failure: the success path must stay cheap for tiny tensors.
+  auto fail = [caller](const std::string& what) {
+    return InvalidArgument(std::string(caller) + ": " + what);
+  };
+  TensorLayout layout;
+  layout.elem_size = DTypeSize(dtype);
+  if (layout.elem_size == 0) {
+    return fail("dtype code " + std::to_string(static_cast<int>(dtype)) +
+                " is not a valid DType; set TensorView::dtype");
+  }
+  if (ndim < 0 || ndim > kMaxDigestDims) {
+    return fail("ndim " + std::to_string(ndim) + " is outside [0, " +
+                std::to_string(kMaxDigestDims) + "]");
+  }
+  if (ndim > 0 && sizes == nullptr)
+    return fail("sizes is null but ndim is " + std::to_string(ndim));
+  uint64_t numel = 1;
+  bool overflow = false;
+  bool empty = false;
+  for (int dim_idx = 0; dim_idx < ndim; ++dim_idx) {
+    if (sizes[dim_idx] < 0) {
+      return fail("size of dim " + std::to_string(dim_idx) + " is " +
+                  std::to_string(sizes[dim_idx]) + "; sizes must be >= 0");
+    }
+    empty |= sizes[dim_idx] == 0;
+    overflow |= __builtin_mul_overflow(numel, static_cast<uint64_t>(sizes[dim_idx]), &numel);
+  }
+  if (empty) {  // a zero size makes numel 0 whatever the others are
+    numel = 0;
+    overflow = false;
+  }
+  uint64_t byte_length = 0;
+  if (overflow || __builtin_mul_overflow(numel, layout.elem_size, &byte_length) ||
+      byte_length >= (uint64_t{1} << 63)) {
+    return fail("the tensor's byte length overflows 2^63; check sizes");
+  }
+  layout.numel = numel;
+  layout.byte_length = byte_length;
+  layout.chunk_count = (byte_length + kDigestChunkBytes - 1) / kDigestChunkBytes;
+  return layout;
+}
+
+RootHasher::RootHasher(DType dtype, const int64_t* sizes, int ndim, const TensorLayout& layout) {
+  static_assert(sizeof(buffer_) >= 24 + 8 * kMaxDigestDims, "the header must fit the buffer");
+  uint8_t* out = buffer_;
+  std::memcpy(out, kTag, 4);
+  out[4] = static_cast<uint8_t>(dtype);
+  out[5] = static_cast<uint8_t>(ndim);
+  out[6] = out[7] = 0;
+  out += 8;
+  for (int dim_idx = 0; dim_idx < ndim; ++dim_idx, out += 8) {
+    StoreU64Le(static_cast<uint64_t>(sizes[dim_idx]), out);
+  }
+  StoreU64Le(layout.byte_length, out);
+  StoreU64Le(layout.chunk_count, out + 8);
+  buffered_ = static_cast<size_t>(out + 16 - buffer_);
+}
+
+void RootHasher::AddLeaf(const Digest128& leaf) {
+  if (!streaming_ && buffered_ + 16 <= sizeof(buffer_)) {
+    leaf.ToCanonical(buffer_ + buffered_);
+    buffered_ += 16;
+    return;
+  }
+  uint8_t canonical[16];
+  leaf.ToCanonical(canonical);
+  Update(canonical, sizeof(canonical));
+}
+
+void RootHasher::Update(const void* bytes, size_t size) {
+  if (!streaming_) {
+    if (buffered_ + size <= sizeof(buffer_)) {
+      std::memcpy(buffer_ + buffered_, bytes, size);
+      buffered_ += size;
+      return;
+    }
+    XXH3_128bits_reset(&state_);
+    XXH3_128bits_update(&state_, buffer_, buffered_);
+    streaming_ = true;
+  }
+  XXH3_128bits_update(&state_, bytes, size);
+}
+
+Digest128 RootHasher::Finish() {
+  const XXH128_hash_t hash =
+      streaming_ ? XXH3_128bits_digest(&state_) : XXH3_128bits(buffer_, buffered_);
+  return Digest128{hash.high64, hash.low64};
+}
+
+}  // namespace upguard

@@ -1,0 +1,203 @@
+#include "digest/stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "digest/half.h"
+
+namespace upguard {
+namespace {
+
+constexpr int kLanes = 8;  // part of the format (digest.md §6.1)
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Two lanes in one value (GCC/Clang vector extension): each operation is the lane-wise IEEE
+// operation, so four of these compute exactly the spec's eight scalar lanes, in SSE2 or NEON.
+using Pair = double __attribute__((vector_size(16)));
+
+// Ordering of finite values with -0.0 below +0.0, so min/max are order independent.
+inline bool TotalLess(double a, double b) {
+  return a < b || (a == b && std::signbit(a) && !std::signbit(b));
+}
+
+template <typename T>
+inline T LoadAs(const uint8_t* p) {
+  T value;
+  std::memcpy(&value, p, sizeof(value));
+  return value;
+}
+
+// Each loader turns one element (One) or two consecutive ones (Two) into binary64.
+struct LoadFloat32 {
+  static constexpr size_t kSize = 4;
+  using Floats = float __attribute__((vector_size(8)));
+  static double One(const uint8_t* p) { return LoadAs<float>(p); }
+  static Pair Two(const uint8_t* p) { return __builtin_convertvector(LoadAs<Floats>(p), Pair); }
+};
+struct LoadFloat64 {
+  static constexpr size_t kSize = 8;
+  static double One(const uint8_t* p) { return LoadAs<double>(p); }
+  static Pair Two(const uint8_t* p) { return LoadAs<Pair>(p); }
+};
+struct LoadFloat16 {
+  static constexpr size_t kSize = 2;
+  static double One(const uint8_t* p) { return Float16ToDouble(LoadAs<uint16_t>(p)); }
+  static Pair Two(const uint8_t* p) { return Pair{One(p), One(p + kSize)}; }
+};
+struct LoadBFloat16 {
+  static constexpr size_t kSize = 2;
+  static double One(const uint8_t* p) { return BFloat16ToDouble(LoadAs<uint16_t>(p)); }
+  static Pair Two(const uint8_t* p) { return Pair{One(p), One(p + kSize)}; }
+};
+
+inline double TreeSum(const double (&lanes)[kLanes]) {
+  return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
+         ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+}
+
+// The definition, one element at a time: any chunk, including ones with NaN or +-Inf.
+template <typename Load>
+ChunkStats ExactChunk(const uint8_t* bytes, size_t num_elements) {
+  double sum[kLanes] = {};
+  double sumsq[kLanes] = {};
+  ChunkStats out;
+  out.min = kInf;
+  out.max = -kInf;
+  for (size_t elem_idx = 0; elem_idx < num_elements; ++elem_idx) {
+    const double v = Load::One(bytes + elem_idx * Load::kSize);
+    const size_t lane = elem_idx % kLanes;
+    if (std::isfinite(v)) {
+      ++out.finite_count;
+      sum[lane] += v;
+      sumsq[lane] += v * v;
+      if (TotalLess(v, out.min)) out.min = v;
+      if (TotalLess(out.max, v)) out.max = v;
+    } else if (std::isnan(v)) {
+      ++out.nan_count;
+    } else if (v > 0) {
+      ++out.pos_inf_count;
+    } else {
+      ++out.neg_inf_count;
+    }
+  }
+  out.sum = TreeSum(sum);
+  out.sumsq = TreeSum(sumsq);
+  return out;
+}
+
+// Whether the chunk holds a zero with the given sign bit.
+template <typename Load>
+bool HasZero(const uint8_t* bytes, size_t num_elements, bool negative) {
+  for (size_t elem_idx = 0; elem_idx < num_elements; ++elem_idx) {
+    const double v = Load::One(bytes + elem_idx * Load::kSize);
+    if (v == 0 && std::signbit(v) == negative) return true;
+  }
+  return false;
+}
+
+// The common case, fast: the same lanes with no per-element tests, assuming every value is
+// finite. A NaN or +-Inf leaves its lane's sum of squares non-finite for good, so checking the
+// lanes at the end proves the assumption; false means "use ExactChunk" (so does a sum of
+// squares that overflowed, harmlessly). Plain min/max may pick either zero; a zero min or max
+// gets its sign from a rescan.
+template <typename Load>
+bool FastChunk(const uint8_t* bytes, size_t num_elements, ChunkStats* out) {
+  Pair sum[kLanes / 2] = {}, sumsq[kLanes / 2] = {}, min[kLanes / 2], max[kLanes / 2];
+  for (int pair = 0; pair < kLanes / 2; ++pair) {
+    min[pair] = Pair{} + kInf;
+    max[pair] = Pair{} - kInf;
+  }
+  const size_t full = num_elements - num_elements % kLanes;
+  for (size_t block = 0; block < full; block += kLanes) {
+#pragma GCC unroll 4
+    for (int pair = 0; pair < kLanes / 2; ++pair) {
+      const Pair v = Load::Two(bytes + (block + 2 * pair) * Load::kSize);
+      sum[pair] += v;
+      sumsq[pair] += v * v;
+      min[pair] = v < min[pair] ? v : min[pair];
+      max[pair] = v > max[pair] ? v : max[pair];
+    }
+  }
+  double lane_sum[kLanes], lane_sumsq[kLanes];
+  out->min = kInf;
+  out->max = -kInf;
+  for (int lane = 0; lane < kLanes; ++lane) {
+    lane_sum[lane] = sum[lane / 2][lane % 2];
+    lane_sumsq[lane] = sumsq[lane / 2][lane % 2];
+    out->min = std::min(out->min, min[lane / 2][lane % 2]);
+    out->max = std::max(out->max, max[lane / 2][lane % 2]);
+  }
+  for (size_t elem_idx = full; elem_idx < num_elements; ++elem_idx) {
+    const double v = Load::One(bytes + elem_idx * Load::kSize);
+    lane_sum[elem_idx - full] += v;
+    lane_sumsq[elem_idx - full] += v * v;
+    out->min = std::min(out->min, v);
+    out->max = std::max(out->max, v);
+  }
+  for (const double lane : lane_sumsq) {
+    if (!std::isfinite(lane)) return false;
+  }
+  out->sum = TreeSum(lane_sum);
+  out->sumsq = TreeSum(lane_sumsq);
+  out->finite_count = num_elements;
+  if (out->min == 0) out->min = HasZero<Load>(bytes, num_elements, true) ? -0.0 : 0.0;
+  if (out->max == 0) out->max = HasZero<Load>(bytes, num_elements, false) ? 0.0 : -0.0;
+  return true;
+}
+
+template <typename Load>
+ChunkStats Accumulate(const uint8_t* bytes, size_t num_elements) {
+  ChunkStats out;
+  if (FastChunk<Load>(bytes, num_elements, &out)) return out;
+  return ExactChunk<Load>(bytes, num_elements);
+}
+
+}  // namespace
+
+ChunkStats ComputeChunkStats(DType dtype, const uint8_t* bytes, size_t num_bytes) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return Accumulate<LoadFloat32>(bytes, num_bytes / 4);
+    case DType::kFloat64:
+      return Accumulate<LoadFloat64>(bytes, num_bytes / 8);
+    case DType::kFloat16:
+      return Accumulate<LoadFloat16>(bytes, num_bytes / 2);
+    case DType::kBFloat16:
+      return Accumulate<LoadBFloat16>(bytes, num_bytes / 2);
+    default:
+      UPGUARD_CHECK(false && "ComputeChunkStats needs a floating dtype");
+      return {};
+  }
+}
+
+void StatsAccumulator::Add(const ChunkStats& chunk) {
+  total_.sum += chunk.sum;
+  total_.sumsq += chunk.sumsq;
+  if (chunk.finite_count > 0) {
+    if (total_.finite_count == 0 || TotalLess(chunk.min, total_.min)) total_.min = chunk.min;
+    if (total_.finite_count == 0 || TotalLess(total_.max, chunk.max)) total_.max = chunk.max;
+  }
+  total_.finite_count += chunk.finite_count;
+  total_.nan_count += chunk.nan_count;
+  total_.pos_inf_count += chunk.pos_inf_count;
+  total_.neg_inf_count += chunk.neg_inf_count;
+}
+
+TensorStats StatsAccumulator::Finish() const {
+  TensorStats stats;
+  stats.finite_count = total_.finite_count;
+  stats.nan_count = total_.nan_count;
+  stats.pos_inf_count = total_.pos_inf_count;
+  stats.neg_inf_count = total_.neg_inf_count;
+  if (total_.finite_count > 0) {
+    stats.min = total_.min;
+    stats.max = total_.max;
+    stats.mean = total_.sum / static_cast<double>(total_.finite_count);
+    stats.l2 = std::sqrt(total_.sumsq);
+  }
+  return stats;
+}
+
+}  // namespace upguard

@@ -1,0 +1,47 @@
+// Statistics of floating tensors, computed one chunk at a time (docs/formats/digest.md §6).
+//
+//   StatsAccumulator total;
+//   for (each chunk of the logical byte stream, in order)
+//     total.Add(ComputeChunkStats(dtype, chunk, chunk_bytes));
+//   TensorStats stats = total.Finish();
+//
+// A chunk's partial sums use eight interleaved lanes combined by a fixed tree, and chunk
+// partials are folded in chunk order. Both orders are part of the format, so the result is the
+// same bit for bit whichever thread computed which chunk.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "digest/digest.h"
+#include "upguard/tensor.h"
+
+namespace upguard {
+
+// Partial statistics of one chunk. min/max are meaningful only when finite_count > 0.
+struct ChunkStats {
+  double sum = 0;    // tree-combined lane sums of the finite values
+  double sumsq = 0;  // the same for their squares
+  double min = 0;
+  double max = 0;
+  uint64_t finite_count = 0;
+  uint64_t nan_count = 0;
+  uint64_t pos_inf_count = 0;
+  uint64_t neg_inf_count = 0;
+};
+
+// Precondition: DTypeIsFloating(dtype); num_bytes is a multiple of DTypeSize(dtype) and at most
+// kDigestChunkBytes. `bytes` need not be aligned.
+ChunkStats ComputeChunkStats(DType dtype, const uint8_t* bytes, size_t num_bytes);
+
+// Folds chunk partials in the order they are added.
+class StatsAccumulator {
+ public:
+  void Add(const ChunkStats& chunk);
+  TensorStats Finish() const;
+
+ private:
+  ChunkStats total_;
+};
+
+}  // namespace upguard
