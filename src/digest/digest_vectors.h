@@ -1,0 +1,43 @@
+// Test vectors of the tensor digest (docs/formats/digest.md §8): deterministic input patterns
+// and the one-line text form of tests/data/digest_vectors.txt. Shared by the generator
+// (tools/gen_digest_vectors.cc) and DigestVectorsTest, so both read and write the same thing.
+//
+//   ASSIGN_OR_RETURN(DigestVector vector, MakeDigestVector(DType::kFloat32, {2, 3}, "lcg:7"));
+//   std::string line = FormatDigestVector(vector);
+//   ASSIGN_OR_RETURN(DigestVector parsed, ParseDigestVector(line));
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "digest/digest.h"
+#include "upguard/status.h"
+#include "upguard/tensor.h"
+
+namespace upguard {
+
+struct DigestVector {
+  DType dtype = DType::kInvalid;
+  std::vector<int64_t> shape;
+  std::string pattern;  // "iota", "lcg:<seed>" or "special"
+  TensorDigest expected;
+};
+
+// The logical bytes of `numel` elements of `pattern` (digest.md §8). InvalidArgument for an
+// unknown pattern or "special" with a non-floating dtype.
+StatusOr<std::vector<uint8_t>> GeneratePattern(DType dtype, uint64_t numel,
+                                               std::string_view pattern);
+
+// Generates the input, digests it (contiguous, one thread, stats on) and fills `expected`.
+StatusOr<DigestVector> MakeDigestVector(DType dtype, std::vector<int64_t> shape,
+                                        std::string pattern);
+
+// "dtype=float32 shape=2,3 pattern=lcg:7 digest=<hex> finite=6 nan=0 ... l2=<%.17g>", or
+// "... digest=<hex> stats=none" without statistics. No trailing newline.
+std::string FormatDigestVector(const DigestVector& vector);
+// The inverse; InvalidArgument naming the field at fault.
+StatusOr<DigestVector> ParseDigestVector(std::string_view line);
+
+}  // namespace upguard
