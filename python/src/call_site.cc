@@ -3,6 +3,7 @@
 #include <Python.h>
 #include <frameobject.h>
 
+#include <cstring>
 #include <mutex>
 
 namespace upguard::torch_adapter {

@@ -63,8 +63,33 @@ bool ListHasTensor(const c10::IValue& value) {
   return false;
 }
 
+std::string_view Store(std::string text, ArgBatch* batch) {
+  return batch->strings.emplace_back(std::move(text));
+}
+
+// Reads the value of a wrapped number straight from memory (no ATen call: we may be inside a
+// callback). Python numbers wrap as double, int64, bool or complex double.
+std::string WrappedNumberText(const at::Tensor& tensor) {
+  const void* data = tensor.data_ptr();
+  switch (tensor.scalar_type()) {
+    case c10::ScalarType::Double: return FormatDouble(*static_cast<const double*>(data));
+    case c10::ScalarType::Long: return std::to_string(*static_cast<const int64_t*>(data));
+    case c10::ScalarType::Bool: return *static_cast<const bool*>(data) ? "True" : "False";
+    case c10::ScalarType::ComplexDouble: {
+      const auto* z = static_cast<const c10::complex<double>*>(data);
+      return "(" + FormatDouble(z->real()) + "+" + FormatDouble(z->imag()) + "j)";
+    }
+    default: return std::string("<wrapped ") + c10::toString(tensor.scalar_type()) + ">";
+  }
+}
+
 Arg TensorArg(const at::Tensor& tensor, std::string_view name, ArgKind wanted, ArgBatch* batch) {
   if (!tensor.defined()) return Arg::None(name);
+  // A Python number passed where the schema wants a Tensor ("x * 0.5") is a wrapped number:
+  // it is an argument, not data, and is recorded as one.
+  if (tensor.unsafeGetTensorImpl()->is_wrapped_number()) {
+    return Arg::Scalar(name, Store(WrappedNumberText(tensor), batch));
+  }
   const at::Tensor& held = batch->tensors.emplace_back(tensor);
   TensorView view;
   view.dtype = ToDType(held.scalar_type());
@@ -80,10 +105,6 @@ Arg TensorArg(const at::Tensor& tensor, std::string_view name, ArgKind wanted, A
   view.strides = held.strides().data();
   view.data = held.data_ptr();
   return Arg::Tensor(name, view);
-}
-
-std::string_view Store(std::string text, ArgBatch* batch) {
-  return batch->strings.emplace_back(std::move(text));
 }
 
 void AppendValue(const c10::IValue& value, std::string_view name, ArgKind wanted, ArgBatch* batch) {
@@ -127,9 +148,9 @@ void UninitTracker::MarkUninit(const at::Tensor& tensor) {
   if (!tensor.has_storage()) return;
   c10::StorageImpl* storage = tensor.storage().unsafeGetStorageImpl();
   std::lock_guard<std::mutex> lock(mu_);
-  entries_[storage] = Entry{c10::weak_intrusive_ptr<c10::StorageImpl>(
-                                tensor.storage().getWeakStorageImpl()),
-                            tensor._version()};
+  Entry entry{c10::weak_intrusive_ptr<c10::StorageImpl>(tensor.storage().getWeakStorageImpl()),
+              tensor._version()};
+  entries_.insert_or_assign(storage, std::move(entry));
 }
 
 void UninitTracker::MarkWritten(const at::Tensor& tensor) {
@@ -156,8 +177,10 @@ void UninitTracker::DropExpired() {
 void AppendInputs(const OpInfo& info, c10::ArrayRef<const c10::IValue> values, ArgBatch* batch) {
   for (size_t idx = 0; idx < values.size(); ++idx) {
     const bool is_out = idx < info.input_is_out.size() && info.input_is_out[idx];
-    AppendValue(values[idx], NameOf(info.input_names, idx, "arg", batch),
-                is_out ? ArgKind::kUninit : ArgKind::kTensor, batch);
+    ArgKind wanted = ArgKind::kTensor;
+    if (is_out) wanted = ArgKind::kUninit;
+    if (info.pure_view || (idx == 0 && info.overwrites_self)) wanted = ArgKind::kAlias;
+    AppendValue(values[idx], NameOf(info.input_names, idx, "arg", batch), wanted, batch);
   }
 }
 

@@ -67,7 +67,8 @@ struct OpContext : at::ObserverContext {
 
 std::atomic<Recorder*> g_recorder{nullptr};
 std::atomic<bool> g_explicit_steps{false};
-std::atomic<bool> g_backward_seen{false};
+std::atomic<bool> g_forward_seen{false};   // a module ran forward in this step
+std::atomic<bool> g_backward_seen{false};  // an autograd node ran in this step
 std::mutex g_lifecycle_mu;  // Start / Stop
 std::vector<at::CallbackHandle> g_handles;
 std::vector<std::unique_ptr<Recorder>> g_recorders;  // closed ones stay alive: late callbacks
@@ -80,12 +81,18 @@ bool StartsWith(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
 }
 
+// Backward inside autograd nodes, optimizer inside Optimizer.step, forward inside a module's
+// forward and between the step's first module call and its backward (the loss); everything
+// else (initialization, data preparation, gradient clipping, zero_grad) is "other".
 Phase CurrentPhase(const ThreadState& ts) {
   if (!ts.nodes.empty()) return Phase::kBackward;
   if (ts.optimizer > 0) return Phase::kOptimizer;
   if (ts.zero_grad > 0) return Phase::kOther;
   if (!ts.modules.empty()) return Phase::kForward;
-  return g_backward_seen.load(std::memory_order_relaxed) ? Phase::kOther : Phase::kForward;
+  return g_forward_seen.load(std::memory_order_relaxed) &&
+                 !g_backward_seen.load(std::memory_order_relaxed)
+             ? Phase::kForward
+             : Phase::kOther;
 }
 
 void RememberOrigin(int64_t seq_nr, const Origin& origin) {
@@ -109,6 +116,7 @@ void Disable(const char* where, const char* what) {
 
 void StepBoundary(Recorder* recorder) {
   recorder->MarkStep();
+  g_forward_seen.store(false);
   g_backward_seen.store(false);
   {
     std::lock_guard<std::mutex> lock(g_origin_mu);
@@ -149,8 +157,37 @@ std::unique_ptr<at::ObserverContext> EnterOp(const at::RecordFunction& fn, Threa
   return ctx;
 }
 
+// The autograd engine wraps each node in a FUNCTION-scope record with this prefix; it also
+// covers the engine's own ops around the node (summing broadcast gradients). It opens a
+// backward scope rather than being an op.
+constexpr std::string_view kEvaluateFunction = "autograd::engine::evaluate_function: ";
+
+bool IsEvaluateFunction(const at::RecordFunction& fn) {
+  return StartsWith(fn.name(), kEvaluateFunction);
+}
+
+void EnterNode(ThreadState& ts, std::string_view name, int64_t seq_nr) {
+  Origin origin = LookupOrigin(seq_nr);
+  if (origin.module.empty() && origin.call_site.empty() && !ts.nodes.empty()) {
+    origin = ts.nodes.back().origin;
+  }
+  ts.nodes.push_back(Node{std::string(name), std::move(origin), ts.depth});
+  ts.depth = 0;  // ops inside a node count their depth from it
+  g_backward_seen.store(true, std::memory_order_relaxed);
+}
+
+void ExitNode(ThreadState& ts) {
+  if (ts.nodes.empty()) return;
+  ts.depth = ts.nodes.back().saved_depth;
+  ts.nodes.pop_back();
+}
+
 std::unique_ptr<at::ObserverContext> OnOpEnter(const at::RecordFunction& fn) {
   ThreadState& ts = Tls();
+  if (IsEvaluateFunction(fn)) {
+    EnterNode(ts, std::string_view(fn.name()).substr(kEvaluateFunction.size()), fn.seqNr());
+    return nullptr;
+  }
   const uint32_t depth = ts.depth++;
   try {
     return EnterOp(fn, ts, depth);
@@ -188,6 +225,7 @@ void ExitOp(const at::RecordFunction& fn, at::ObserverContext* ctx_base, ThreadS
 
 void OnOpExit(const at::RecordFunction& fn, at::ObserverContext* ctx) {
   ThreadState& ts = Tls();
+  if (IsEvaluateFunction(fn)) return ExitNode(ts);
   if (ts.depth > 0) --ts.depth;
   try {
     ExitOp(fn, ctx, ts);
@@ -204,10 +242,7 @@ std::unique_ptr<at::ObserverContext> OnScopeEnter(const at::RecordFunction& fn) 
   ThreadState& ts = Tls();
   try {
     if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
-      // Ops inside an autograd node count their depth from the node.
-      ts.nodes.push_back(Node{fn.name(), LookupOrigin(fn.seqNr()), ts.depth});
-      ts.depth = 0;
-      g_backward_seen.store(true, std::memory_order_relaxed);
+      EnterNode(ts, fn.name(), fn.seqNr());
     } else if (StartsWith(fn.name(), "Optimizer.step#")) {
       ++ts.optimizer;
     } else if (StartsWith(fn.name(), "Optimizer.zero_grad#")) {
@@ -222,9 +257,7 @@ std::unique_ptr<at::ObserverContext> OnScopeEnter(const at::RecordFunction& fn) 
 void OnScopeExit(const at::RecordFunction& fn, at::ObserverContext*) {
   ThreadState& ts = Tls();
   if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
-    if (ts.nodes.empty()) return;
-    ts.depth = ts.nodes.back().saved_depth;
-    ts.nodes.pop_back();
+    ExitNode(ts);
   } else if (StartsWith(fn.name(), "Optimizer.step#")) {
     if (ts.optimizer > 0 && --ts.optimizer == 0 && !g_explicit_steps.load()) {
       Recorder* recorder = g_recorder.load(std::memory_order_acquire);
@@ -256,6 +289,7 @@ Status Start(const AdapterOptions& options) {
   ASSIGN_OR_RETURN(std::unique_ptr<Recorder> recorder, Recorder::Open(options.recorder));
   ConfigureCallSites(options.skip_prefixes, options.cwd);
   g_explicit_steps.store(false);
+  g_forward_seen.store(false);
   g_backward_seen.store(false);
   g_recorders.push_back(std::move(recorder));
   g_recorder.store(g_recorders.back().get(), std::memory_order_release);
@@ -301,7 +335,10 @@ std::string TracePath() {
   return g_recorders.empty() ? "" : g_recorders.back()->trace_path();
 }
 
-void EnterModule(const std::string& path) { Tls().modules.push_back(path); }
+void EnterModule(const std::string& path) {
+  Tls().modules.push_back(path);
+  g_forward_seen.store(true, std::memory_order_relaxed);
+}
 
 void ExitModule() {
   ThreadState& ts = Tls();

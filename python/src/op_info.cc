@@ -1,5 +1,6 @@
 #include "op_info.h"
 
+#include <algorithm>
 #include <mutex>
 #include <string_view>
 #include <unordered_map>
@@ -18,10 +19,23 @@ bool DefinesNoValues(std::string_view name) {
          name == "aten::resize_as_";
 }
 
+// In-place ops whose result does not depend on the old contents of `self`.
+bool OverwritesSelf(std::string_view name) {
+  static constexpr std::string_view kOps[] = {
+      "aten::fill_",    "aten::zero_",        "aten::copy_",   "aten::normal_",
+      "aten::uniform_", "aten::random_",      "aten::cauchy_", "aten::exponential_",
+      "aten::geometric_", "aten::log_normal_", "aten::bernoulli_"};
+  for (std::string_view op : kOps) {
+    if (name == op) return true;
+  }
+  return false;
+}
+
 OpInfo Build(const at::RecordFunction& fn) {
   OpInfo info;
   std::string_view name = fn.name();
   info.skip = StartsWith(name, "profiler::");
+  info.overwrites_self = OverwritesSelf(name);
   c10::optional<c10::FunctionSchema> schema = fn.operator_schema();
   if (!schema) return info;
   const bool no_values = DefinesNoValues(name);
@@ -40,6 +54,13 @@ OpInfo Build(const at::RecordFunction& fn) {
     info.results.push_back(kind);
     info.result_names.push_back(ret.name());
   }
+  const bool writes = std::any_of(schema->arguments().begin(), schema->arguments().end(),
+                                  [](const c10::Argument& arg) {
+                                    return arg.alias_info() != nullptr && arg.alias_info()->isWrite();
+                                  });
+  info.pure_view = !writes && !info.results.empty() &&
+                   std::all_of(info.results.begin(), info.results.end(),
+                               [](ResultKind kind) { return kind == ResultKind::kView; });
   return info;
 }
 

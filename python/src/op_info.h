@@ -6,6 +6,7 @@
 // and resize_ family defines no values at all.
 #pragma once
 
+#include <ATen/core/function_schema.h>
 #include <ATen/record_function.h>
 
 #include <string>
@@ -17,6 +18,13 @@ enum class ResultKind : uint8_t { kValue, kView, kUninit };
 
 struct OpInfo {
   bool skip = false;  // profiler bookkeeping ops: never recorded
+  // Every result is a view and nothing is written: the op never reads its inputs' values, so
+  // they are recorded as kAlias (shape only). Digesting them would also read memory that may
+  // not be initialized yet (a kernel's output buffer viewed before it is filled).
+  bool pure_view = false;
+  // The op overwrites `self` without reading it (fill_, zero_, copy_, random fills): its
+  // old contents are recorded as kAlias, for the same reason.
+  bool overwrites_self = false;
   std::vector<std::string> input_names;
   std::vector<bool> input_is_out;
   std::vector<ResultKind> results;

@@ -1,7 +1,8 @@
 """Module paths for every op, from global nn.Module forward hooks.
 
-A module's path is found the first time it runs: its attribute name in the module that is
-running around it ("blocks.1.mlp.act"); the outermost module has the path "".
+A module's path is its name under the outermost module that ran around it, as in
+``root.named_modules()`` ("blocks.1.mlp.act"); the outermost module has the path "". Paths are
+resolved once, when a module first runs.
 """
 
 from __future__ import annotations
@@ -37,14 +38,17 @@ class ModuleScopes:
         path = self._paths.get(module)
         if path is not None:
             return path
-        path = ""
-        if self._stack:
-            parent = self._stack[-1]
-            parent_path = self._paths.get(parent, "")
-            name = next((n for n, m in parent._modules.items() if m is module), None)
-            if name is None:  # called from a module that does not own it
-                name = type(module).__name__
-            path = f"{parent_path}.{name}" if parent_path else name
+        if not self._stack:
+            # A new outermost module: name it and everything under it at once.
+            for name, sub in module.named_modules():
+                self._paths.setdefault(sub, name)
+            return self._paths[module]
+        parent = self._stack[-1]
+        parent_path = self._paths.get(parent, "")
+        name = next((n for n, m in parent.named_modules() if m is module and n), None)
+        if name is None:  # run by a module that does not own it
+            name = type(module).__name__
+        path = f"{parent_path}.{name}" if parent_path else name
         self._paths[module] = path
         return path
 

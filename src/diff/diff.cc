@@ -89,31 +89,87 @@ std::optional<size_t> ParentIndex(const std::vector<OpRecord>& ops, size_t index
   return std::nullopt;
 }
 
-// Replaces a propagated divergence by its enclosing op while that op consumed the same
-// differing tensor, then lists what encloses the final op.
+// What made `n` diverge, as digests a consumer higher up would see again: the differing
+// tensor input (propagated) or the differing non-tensor arguments (a culprit by argument).
+// Empty for a culprit whose arguments all match: that op's own kernel differed.
+std::vector<Digest128> Cause(const NumericDivergence& n) {
+  std::vector<Digest128> cause;
+  if (n.verdict == Verdict::kPropagated) {
+    const ArgRecord* bad = n.inputs[*n.first_bad_input].a;
+    if (bad != nullptr) cause.push_back(bad->digest);
+    return cause;
+  }
+  for (const ArgComparison& slot : n.inputs) {
+    if (!slot.equal && slot.a != nullptr && slot.a->kind == ArgKind::kScalar) {
+      cause.push_back(slot.a->digest);
+    }
+  }
+  return cause;
+}
+
+// Does the enclosing op `up` carry the same cause? A propagated child's differing input can
+// only have come in through its enclosing op's inputs (possibly reshaped on the way, so the
+// digests need not match): an enclosing op that is itself propagated carries it. An argument
+// must reach the enclosing op as the same argument.
+bool CarriesCause(const OpRecord& up, const NumericDivergence& up_diff, bool up_diverges,
+                  const NumericDivergence& n, const std::vector<Digest128>& cause) {
+  if (n.verdict == Verdict::kPropagated) {
+    return up_diverges && up_diff.verdict == Verdict::kPropagated;
+  }
+  for (const ArgRecord& arg : up.inputs) {
+    if (arg.kind != ArgKind::kScalar && arg.kind != ArgKind::kTensor) continue;
+    if (std::find(cause.begin(), cause.end(), arg.digest) != cause.end()) return true;
+  }
+  return false;
+}
+
+// Nested ops come before their enclosing op, so the first divergent record is the innermost.
+// When its cause (a differing input tensor, or a differing argument) reached it through
+// enclosing ops, report the outermost of those that also diverges with the same verdict: the
+// op the user called (aten::mul for `grad * scale`, not the dtype conversion inside it). A
+// culprit whose arguments all match stays innermost: the precise kernel. Then list what
+// encloses the chosen op.
 void Settle(const RankTrace& ta, const StepOps& sa, const RankTrace& tb, const StepOps& sb,
             NumericDivergence* n) {
-  while (n->verdict == Verdict::kPropagated) {
-    std::optional<size_t> pa = ParentIndex(sa.ops, n->a.index);
-    std::optional<size_t> pb = ParentIndex(sb.ops, n->b.index);
-    if (!pa || !pb || ta.Str(sa.ops[*pa].op) != tb.Str(sb.ops[*pb].op)) break;
-    const ArgRecord* bad = n->inputs[*n->first_bad_input].a;
+  const std::vector<Digest128> cause = Cause(*n);
+  std::optional<size_t> pa = ParentIndex(sa.ops, n->a.index);
+  std::optional<size_t> pb = ParentIndex(sb.ops, n->b.index);
+  NumericDivergence chosen = *n;
+  while (!cause.empty() && pa && pb && ta.Str(sa.ops[*pa].op) == tb.Str(sb.ops[*pb].op)) {
     NumericDivergence up;
-    if (bad == nullptr || !CompareOp(ta, sa, *pa, tb, sb, *pb, &up) ||
-        up.verdict != Verdict::kPropagated) {
-      break;
-    }
-    const bool same_tensor = std::any_of(up.inputs.begin(), up.inputs.end(), [&](const auto& s) {
-      return !s.equal && s.a != nullptr && s.a->kind == ArgKind::kTensor &&
-             s.a->digest == bad->digest;
-    });
-    if (!same_tensor) break;
-    *n = std::move(up);
+    const bool up_diverges = CompareOp(ta, sa, *pa, tb, sb, *pb, &up);
+    if (!CarriesCause(sa.ops[*pa], up, up_diverges, *n, cause)) break;
+    if (up_diverges && up.verdict == n->verdict) chosen = std::move(up);
+    pa = ParentIndex(sa.ops, *pa);
+    pb = ParentIndex(sb.ops, *pb);
   }
+  *n = std::move(chosen);
   for (std::optional<size_t> up = ParentIndex(sa.ops, n->a.index); up;
        up = ParentIndex(sa.ops, *up)) {
     n->enclosing.push_back(OpLocation{sa.step, *up, &sa.ops[*up]});
   }
+}
+
+// The depth-0 op enclosing ops[index] (itself at depth 0).
+size_t OutermostIndex(const std::vector<OpRecord>& ops, size_t index) {
+  for (std::optional<size_t> up = index; up; up = ParentIndex(ops, *up)) index = *up;
+  return index;
+}
+
+// A nested op whose enclosing top-level op has identical inputs and outputs in both runs did
+// not change the training: differing values inside it are scratch memory a kernel read before
+// overwriting it (or an internal path), not a divergence.
+bool InsideCleanTopLevelOp(const RankTrace& ta, const StepOps& sa, size_t ia, const RankTrace& tb,
+                           const StepOps& sb, size_t ib) {
+  if (sa.ops[ia].depth == 0 || sb.ops[ib].depth == 0) return false;
+  const size_t top_a = OutermostIndex(sa.ops, ia);
+  const size_t top_b = OutermostIndex(sb.ops, ib);
+  if (top_a == ia || top_b == ib || sa.ops[top_a].depth != 0 || sb.ops[top_b].depth != 0 ||
+      ta.Str(sa.ops[top_a].op) != tb.Str(sb.ops[top_b].op)) {
+    return false;
+  }
+  NumericDivergence unused;
+  return !CompareOp(ta, sa, top_a, tb, sb, top_b, &unused);
 }
 
 // Walks one step of both runs. Stops at the first numeric divergence; records the first
@@ -147,7 +203,8 @@ void WalkStep(const RankTrace& ta, const StepOps& sa, const RankTrace& tb, const
       continue;
     }
     NumericDivergence numeric;
-    if (CompareOp(ta, sa, ia, tb, sb, ib, &numeric)) {
+    if (CompareOp(ta, sa, ia, tb, sb, ib, &numeric) &&
+        !InsideCleanTopLevelOp(ta, sa, ia, tb, sb, ib)) {
       Settle(ta, sa, tb, sb, &numeric);
       diff->numeric = std::move(numeric);
       return;

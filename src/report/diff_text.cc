@@ -1,4 +1,5 @@
 // The diff report for people: what diverged, where, and why, readable at a glance.
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -56,9 +57,10 @@ void Slots(const Ctx& ctx, const char* title, const std::vector<ArgComparison>& 
       if (slot.equal) {
         state = "same";
       } else {
-        what = DescribeArg(*slot.a, ctx.ta.strings) + "  ->  " +
-               DescribeArg(*slot.b, ctx.tb.strings);
-        state = "DIFFERS";
+        ctx.out << "      " << Fit(OrDash(slot.name), 14) << " DIFFERS  "
+                << DescribeArg(*slot.a, ctx.ta.strings) << "  ->  "
+                << DescribeArg(*slot.b, ctx.tb.strings) << "\n";
+        continue;
       }
     } else if (!slot.compared) {
       state = slot.equal ? "not a value (" + std::string(ArgKindName(any->kind)) + ")" : "DIFFERS";
@@ -81,11 +83,11 @@ void Slots(const Ctx& ctx, const char* title, const std::vector<ArgComparison>& 
 
 std::string ProducerText(const Producer& producer, const RankTrace& trace) {
   if (!producer.found) {
-    return "not produced by any recorded op (input data, a tensor created outside the recorded "
-           "steps, or an op that was filtered out)";
+    return "no recorded op produced it: it entered from outside (input data, a tensor made "
+           "before recording or by an op that was not recorded)";
   }
   const OpRecord& op = *producer.location.op;
-  std::string text = trace.Str(op.op) + " (#" + std::to_string(producer.location.index) +
+  std::string text = "produced by " + trace.Str(op.op) + " (#" + std::to_string(producer.location.index) +
                      " in step " + std::to_string(producer.location.step) + ", " +
                      std::string(PhaseName(op.phase));
   if (op.module != kEmptyString) text += ", module " + trace.Str(op.module);
@@ -124,9 +126,9 @@ void Numeric(const Ctx& ctx, const NumericDivergence& numeric) {
   const ArgComparison& bad = numeric.inputs[*numeric.first_bad_input];
   ctx.out << "  verdict: propagated — input '" << OrDash(bad.name)
           << "' already differed when this op ran.\n";
-  ctx.out << "    it was produced in " << ctx.a.dir << " by " << ProducerText(numeric.producer_a, ctx.ta)
-          << "\n";
-  ctx.out << "    and in " << ctx.b.dir << " by " << ProducerText(numeric.producer_b, ctx.tb) << "\n";
+  ctx.out << "    where it came from:\n";
+  ctx.out << "      " << ctx.a.dir << ": " << ProducerText(numeric.producer_a, ctx.ta) << "\n";
+  ctx.out << "      " << ctx.b.dir << ": " << ProducerText(numeric.producer_b, ctx.tb) << "\n";
 }
 
 std::string OpLine(const OpRecord& op, const RankTrace& trace) {
@@ -136,14 +138,31 @@ std::string OpLine(const OpRecord& op, const RankTrace& trace) {
   return line + "]";
 }
 
+// The ops present in one run only: the outermost ones, each with how many ops it encloses.
+void OnlyIn(std::ostringstream& out, const std::string& dir, const char* mark,
+            const std::vector<const OpRecord*>& ops, const RankTrace& trace) {
+  out << "    only in " << dir << ":" << (ops.empty() ? " (nothing)" : "") << "\n";
+  uint32_t top = UINT32_MAX;
+  for (const OpRecord* op : ops) top = std::min(top, op->depth);
+  size_t nested = 0;
+  for (const OpRecord* op : ops) {
+    if (op->depth > top) {
+      ++nested;
+      continue;
+    }
+    out << "      " << mark << " " << OpLine(*op, trace);
+    if (nested > 0) out << "  (and " << nested << " op(s) inside it)";
+    out << "\n";
+    nested = 0;
+  }
+}
+
 void Structural(const Ctx& ctx, const StructuralDivergence& s) {
   ctx.out << "  STRUCTURAL  step " << s.step << ": the runs executed different ops from op #"
           << s.index_a << " (" << ctx.a.dir << ") / #" << s.index_b << " (" << ctx.b.dir
           << ")\n";
-  ctx.out << "    only in " << ctx.a.dir << ": " << (s.only_a.empty() ? "(nothing)" : "") << "\n";
-  for (const OpRecord* op : s.only_a) ctx.out << "      - " << OpLine(*op, ctx.ta) << "\n";
-  ctx.out << "    only in " << ctx.b.dir << ": " << (s.only_b.empty() ? "(nothing)" : "") << "\n";
-  for (const OpRecord* op : s.only_b) ctx.out << "      + " << OpLine(*op, ctx.tb) << "\n";
+  OnlyIn(ctx.out, ctx.a.dir, "-", s.only_a, ctx.ta);
+  OnlyIn(ctx.out, ctx.b.dir, "+", s.only_b, ctx.tb);
   ctx.out << (s.realigned ? "    after these ops the two op streams agree again.\n"
                           : "    the op streams did not realign within the look-ahead window.\n");
 }

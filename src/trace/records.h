@@ -31,7 +31,7 @@ std::string_view PhaseName(Phase phase);  // "other", "forward", "backward", "op
 enum class ArgKind : uint8_t {
   kTensor = 1,  // a readable tensor: dtype, shape, digest, optional stats
   kScalar = 2,  // a non-tensor value (number, bool, string, int list, ...): `text` is its repr
-  kAlias = 3,   // a tensor that only aliases an input (a view): dtype, shape; no digest
+  kAlias = 3,   // a view: an output aliasing an input, or an input a view op never reads
   kUninit = 4,  // a tensor whose values are not defined yet (empty*, resize_): dtype, shape
   kNone = 5,    // None / absent optional
   kOpaque = 6,  // a tensor upguard cannot read (sparse, meta, another device): dtype, shape
