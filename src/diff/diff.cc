@@ -11,7 +11,9 @@ constexpr size_t kMaxListedOps = 16;
 constexpr size_t kProducerSearchLimit = 1 << 22;  // ops searched backwards for a producer
 
 std::string ScriptOf(const Run& run) {
-  const nlohmann::json& argv = run.meta.contains("argv") ? run.meta["argv"] : nlohmann::json();
+  const nlohmann::json& meta =
+      run.meta.contains("argv") || run.ranks.empty() ? run.meta : run.ranks[0].meta;
+  const nlohmann::json argv = meta.contains("argv") ? meta["argv"] : nlohmann::json();
   if (!argv.is_array()) return "?";
   for (size_t idx = 1; idx < argv.size(); ++idx) {  // argv[0] is the interpreter
     if (argv[idx].is_string() && argv[idx].get<std::string>().rfind("-", 0) != 0) {
@@ -189,6 +191,8 @@ void WalkStep(const RankTrace& ta, const StepOps& sa, const RankTrace& tb, const
         structural.realigned = realign.found;
         size_t list_a = realign.found ? realign.skip_a : sa.ops.size() - ia;
         size_t list_b = realign.found ? realign.skip_b : sb.ops.size() - ib;
+        structural.only_a_count = list_a;
+        structural.only_b_count = list_b;
         for (size_t k = 0; k < std::min(list_a, kMaxListedOps); ++k) {
           structural.only_a.push_back(&sa.ops[ia + k]);
         }
@@ -223,6 +227,8 @@ void WalkStep(const RankTrace& ta, const StepOps& sa, const RankTrace& tb, const
     for (size_t k = ib; k < std::min(sb.ops.size(), ib + kMaxListedOps); ++k) {
       structural.only_b.push_back(&sb.ops[k]);
     }
+    structural.only_a_count = sa.ops.size() - ia;
+    structural.only_b_count = sb.ops.size() - ib;
     structural.realigned = true;  // nothing follows: the streams simply end
     diff->structural = std::move(structural);
   }
@@ -269,6 +275,15 @@ RankDiff DiffRank(const RankTrace& ta, const RankTrace& tb, const DiffOptions& o
   return diff;
 }
 
+// The first compared step of the two runs has no op in common: they ran different programs.
+bool SharesNoOps(const RankDiff& diff, const RankTrace& ta, const RankTrace& tb) {
+  if (!diff.structural || diff.structural->step != *diff.first_step) return false;
+  const StructuralDivergence& s = *diff.structural;
+  if (s.index_a != 0 || s.index_b != 0) return false;
+  return !s.realigned || (s.only_a_count == ta.FindStep(s.step)->ops.size() &&
+                          s.only_b_count == tb.FindStep(s.step)->ops.size());
+}
+
 }  // namespace
 
 std::string_view VerdictName(Verdict verdict) {
@@ -296,9 +311,7 @@ StatusOr<DiffResult> DiffRuns(const Run& a, const Run& b, const DiffOptions& opt
                                 b.dir + " recorded no step in common; record overlapping steps "
                                 "(upguard record --steps A:B)");
     }
-    if (diff.structural && diff.structural->step == *diff.first_step &&
-        diff.structural->index_a == 0 && diff.structural->index_b == 0 &&
-        !diff.structural->realigned) {
+    if (SharesNoOps(diff, a.ranks[rank_idx], b.ranks[rank_idx])) {
       return FailedPrecondition(
           "the runs appear to record different programs (" + a.dir + ": " + ScriptOf(a) + ", " +
           b.dir + ": " + ScriptOf(b) + "): their op streams differ from the first op and never "

@@ -84,8 +84,10 @@ struct StructuralDivergence {
   uint32_t step = 0;
   size_t index_a = 0;  // where the streams stop agreeing
   size_t index_b = 0;
-  std::vector<const OpRecord*> only_a;  // ops present only in A here
+  std::vector<const OpRecord*> only_a;  // ops present only in A here (the first 16)
   std::vector<const OpRecord*> only_b;
+  size_t only_a_count = 0;  // all of them
+  size_t only_b_count = 0;
   bool realigned = false;  // false: no realignment within the look-ahead window
 };
 

@@ -76,7 +76,8 @@ json StructuralJson(const StructuralDivergence& s, const RankTrace& ta, const Ra
   for (const OpRecord* op : s.only_a) only_a.push_back(OpJson(*op, ta));
   for (const OpRecord* op : s.only_b) only_b.push_back(OpJson(*op, tb));
   return {{"step", s.step},         {"index_a", s.index_a}, {"index_b", s.index_b},
-          {"realigned", s.realigned}, {"only_a", only_a},   {"only_b", only_b}};
+          {"realigned", s.realigned}, {"only_a", only_a},   {"only_b", only_b},
+          {"only_a_count", s.only_a_count}, {"only_b_count", s.only_b_count}};
 }
 
 }  // namespace

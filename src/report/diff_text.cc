@@ -140,7 +140,7 @@ std::string OpLine(const OpRecord& op, const RankTrace& trace) {
 
 // The ops present in one run only: the outermost ones, each with how many ops it encloses.
 void OnlyIn(std::ostringstream& out, const std::string& dir, const char* mark,
-            const std::vector<const OpRecord*>& ops, const RankTrace& trace) {
+            const std::vector<const OpRecord*>& ops, size_t total, const RankTrace& trace) {
   out << "    only in " << dir << ":" << (ops.empty() ? " (nothing)" : "") << "\n";
   uint32_t top = UINT32_MAX;
   for (const OpRecord* op : ops) top = std::min(top, op->depth);
@@ -155,14 +155,15 @@ void OnlyIn(std::ostringstream& out, const std::string& dir, const char* mark,
     out << "\n";
     nested = 0;
   }
+  if (total > ops.size()) out << "      ... " << total - ops.size() << " more\n";
 }
 
 void Structural(const Ctx& ctx, const StructuralDivergence& s) {
   ctx.out << "  STRUCTURAL  step " << s.step << ": the runs executed different ops from op #"
           << s.index_a << " (" << ctx.a.dir << ") / #" << s.index_b << " (" << ctx.b.dir
           << ")\n";
-  OnlyIn(ctx.out, ctx.a.dir, "-", s.only_a, ctx.ta);
-  OnlyIn(ctx.out, ctx.b.dir, "+", s.only_b, ctx.tb);
+  OnlyIn(ctx.out, ctx.a.dir, "-", s.only_a, s.only_a_count, ctx.ta);
+  OnlyIn(ctx.out, ctx.b.dir, "+", s.only_b, s.only_b_count, ctx.tb);
   ctx.out << (s.realigned ? "    after these ops the two op streams agree again.\n"
                           : "    the op streams did not realign within the look-ahead window.\n");
 }

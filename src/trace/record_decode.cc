@@ -37,7 +37,7 @@ class Decoder {
                : Fail(std::string("bad varint in ") + field);
   }
   bool Varint32(const char* field, uint32_t* value) {
-    uint64_t wide;
+    uint64_t wide = 0;
     if (!Varint(field, &wide)) return false;
     if (wide > std::numeric_limits<uint32_t>::max()) {
       return Fail(std::string(field) + " " + std::to_string(wide) + " exceeds 32 bits");
@@ -67,13 +67,13 @@ class Decoder {
     return true;
   }
   bool Double(const char* field, double* value) {
-    const char* bytes;
+    const char* bytes = nullptr;
     if (!Fixed(field, 8, &bytes)) return false;
     *value = LoadDouble(bytes);
     return true;
   }
   bool Digest(const char* field, Digest128* digest) {
-    const char* bytes;
+    const char* bytes = nullptr;
     if (!Fixed(field, kDigestBytes, &bytes)) return false;
     *digest = LoadDigest(bytes);
     return true;
@@ -96,7 +96,7 @@ struct ArgWhere {
 };
 
 bool DecodeShape(Decoder& in, const ArgWhere& where, ArgRecord* arg) {
-  uint8_t dtype;
+  uint8_t dtype = 0;
   if (!in.U8("dtype", &dtype)) return false;
   if (dtype > kMaxDType) {
     return in.Fail(where.str() + ": unknown dtype " + std::to_string(dtype) +
@@ -107,7 +107,7 @@ bool DecodeShape(Decoder& in, const ArgWhere& where, ArgRecord* arg) {
   if (!in.Count("ndim", &ndim)) return false;
   arg->shape.resize(ndim);
   for (uint64_t dim_idx = 0; dim_idx < ndim; ++dim_idx) {
-    uint64_t dim;
+    uint64_t dim = 0;
     if (!in.Varint("dims", &dim)) return false;
     if (dim > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
       return in.Fail(where.str() + ": dim " + std::to_string(dim) + " is 2^63 or more");
@@ -125,7 +125,7 @@ bool DecodeStats(Decoder& in, TensorStats* stats) {
 }
 
 bool DecodeArg(Decoder& in, const StringTable& strings, const ArgWhere& where, ArgRecord* arg) {
-  uint8_t kind;
+  uint8_t kind = 0;
   if (!in.U8("arg kind", &kind) || !in.Id("argument name", strings, &arg->name)) return false;
   arg->kind = static_cast<ArgKind>(kind);
   arg->dtype = DType::kInvalid;
@@ -136,7 +136,7 @@ bool DecodeArg(Decoder& in, const StringTable& strings, const ArgWhere& where, A
   arg->text = kEmptyString;
   switch (arg->kind) {
     case ArgKind::kTensor: {
-      uint8_t flags;
+      uint8_t flags = 0;
       if (!DecodeShape(in, where, arg) || !in.Digest("digest", &arg->digest) ||
           !in.U8("flags", &flags)) {
         return false;
@@ -182,7 +182,7 @@ bool DecodeArgs(Decoder& in, const StringTable& strings, const char* side,
 bool DecodeOp(std::string_view payload, const StringTable& strings, OpRecord* op,
               RecordError* error) {
   Decoder in(payload, "Op", error);
-  uint8_t phase;
+  uint8_t phase = 0;
   if (!in.Varint("seq", &op->seq) || !in.Varint32("step", &op->step) || !in.U8("phase", &phase)) {
     return false;
   }
