@@ -1,0 +1,71 @@
+"""End-to-end fixtures: the built `upguard` CLI, the example GPT, recorded runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD = Path(os.environ.get("UPGUARD_BUILD", REPO / "build" / "release"))
+UPGUARD = BUILD / "upguard"
+PYTHON = "/usr/bin/python3"
+TRAIN = REPO / "examples" / "gpt_train.py"
+MODEL = REPO / "examples" / "gpt.py"
+
+
+def line_of(path: Path, text: str) -> int:
+    """The 1-based line of the only line of `path` containing `text`."""
+    hits = [n for n, line in enumerate(path.read_text().splitlines(), 1) if text in line]
+    assert len(hits) == 1, f"{text!r} found {len(hits)} times in {path}"
+    return hits[0]
+
+
+def upguard(*args: str, cwd: Path = REPO, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([str(UPGUARD), *map(str, args)], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def record(run_dir: Path, *train_args: str, cli_args: Tuple[str, ...] = ()) -> Path:
+    """`upguard record` of the example GPT (4 steps unless train_args say otherwise)."""
+    result = upguard("record", "-o", run_dir, *cli_args, "--", PYTHON, TRAIN, "--quiet",
+                     "--steps", "4", *train_args)
+    assert result.returncode == 0, result.stderr
+    return run_dir
+
+
+def diff_json(a: Path, b: Path) -> Tuple[int, Dict]:
+    result = upguard("diff", a, b, "--json")
+    assert result.returncode in (0, 1), result.stderr
+    return result.returncode, json.loads(result.stdout)
+
+
+def show_json(run: Path, *args: str) -> Dict:
+    result = upguard("show", run, "--json", *args)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="session")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    assert UPGUARD.exists(), f"build upguard first ({UPGUARD} is missing): make build"
+    return tmp_path_factory.mktemp("runs")
+
+
+@pytest.fixture(scope="session")
+def reference(runs: Path) -> Path:
+    return record(runs / "reference")
+
+
+def planted(runs: Path, plant: str) -> Path:
+    return record(runs / plant, "--plant", plant)
+
+
+__all__: List[str] = ["REPO", "TRAIN", "MODEL", "PYTHON", "line_of", "upguard", "record",
+                      "diff_json", "show_json", "planted"]
+sys.path.insert(0, str(Path(__file__).parent))
