@@ -20,12 +20,12 @@ namespace upguard {
 // Fixed values: they are exit-code relevant and appear in JSON output. Never renumber.
 enum class StatusCode : int {
   kOk = 0,
-  kInvalidArgument = 1,  // bad option or user input
-  kNotFound = 2,         // missing file or directory
-  kDataLoss = 3,         // damaged or truncated file
+  kInvalidArgument = 1,     // bad option or user input
+  kNotFound = 2,            // missing file or directory
+  kDataLoss = 3,            // damaged or truncated file
   kFailedPrecondition = 4,  // inputs valid alone but not together (e.g. different world sizes)
-  kInternal = 5,         // a bug in upguard
-  kIo = 6,               // the operating system refused a read or write
+  kInternal = 5,            // a bug in upguard
+  kIo = 6,                  // the operating system refused a read or write
 };
 
 class [[nodiscard]] Status {
@@ -45,7 +45,9 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+inline Status InvalidArgument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
 inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 inline Status DataLoss(std::string m) { return {StatusCode::kDataLoss, std::move(m)}; }
 inline Status FailedPrecondition(std::string m) {
@@ -82,10 +84,10 @@ class [[nodiscard]] StatusOr {
 #define UPGUARD_CONCAT_INNER_(a, b) a##b
 #define UPGUARD_CONCAT_(a, b) UPGUARD_CONCAT_INNER_(a, b)
 
-#define RETURN_IF_ERROR(expr)                           \
-  do {                                                  \
-    ::upguard::Status upguard_status_ = (expr);         \
-    if (!upguard_status_.ok()) return upguard_status_;  \
+#define RETURN_IF_ERROR(expr)                          \
+  do {                                                 \
+    ::upguard::Status upguard_status_ = (expr);        \
+    if (!upguard_status_.ok()) return upguard_status_; \
   } while (0)
 
 #define UPGUARD_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
@@ -97,9 +99,9 @@ class [[nodiscard]] StatusOr {
   UPGUARD_ASSIGN_OR_RETURN_IMPL_(UPGUARD_CONCAT_(upguard_statusor_, __LINE__), lhs, expr)
 
 // CHECK is for programmer errors only (a broken invariant), never for bad input.
-#define UPGUARD_CHECK(cond)                                                              \
-  do {                                                                                   \
-    if (!(cond)) ::upguard::internal::CheckFailed(__FILE__, __LINE__, #cond);            \
+#define UPGUARD_CHECK(cond)                                                   \
+  do {                                                                        \
+    if (!(cond)) ::upguard::internal::CheckFailed(__FILE__, __LINE__, #cond); \
   } while (0)
 
 namespace upguard::internal {

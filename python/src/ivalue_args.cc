@@ -8,19 +8,32 @@ namespace {
 
 DType ToDType(c10::ScalarType type) {
   switch (type) {
-    case c10::ScalarType::Float: return DType::kFloat32;
-    case c10::ScalarType::Double: return DType::kFloat64;
-    case c10::ScalarType::Half: return DType::kFloat16;
-    case c10::ScalarType::BFloat16: return DType::kBFloat16;
-    case c10::ScalarType::Char: return DType::kInt8;
-    case c10::ScalarType::Byte: return DType::kUInt8;
-    case c10::ScalarType::Short: return DType::kInt16;
-    case c10::ScalarType::Int: return DType::kInt32;
-    case c10::ScalarType::Long: return DType::kInt64;
-    case c10::ScalarType::Bool: return DType::kBool;
-    case c10::ScalarType::ComplexFloat: return DType::kComplex64;
-    case c10::ScalarType::ComplexDouble: return DType::kComplex128;
-    default: return DType::kInvalid;
+    case c10::ScalarType::Float:
+      return DType::kFloat32;
+    case c10::ScalarType::Double:
+      return DType::kFloat64;
+    case c10::ScalarType::Half:
+      return DType::kFloat16;
+    case c10::ScalarType::BFloat16:
+      return DType::kBFloat16;
+    case c10::ScalarType::Char:
+      return DType::kInt8;
+    case c10::ScalarType::Byte:
+      return DType::kUInt8;
+    case c10::ScalarType::Short:
+      return DType::kInt16;
+    case c10::ScalarType::Int:
+      return DType::kInt32;
+    case c10::ScalarType::Long:
+      return DType::kInt64;
+    case c10::ScalarType::Bool:
+      return DType::kBool;
+    case c10::ScalarType::ComplexFloat:
+      return DType::kComplex64;
+    case c10::ScalarType::ComplexDouble:
+      return DType::kComplex128;
+    default:
+      return DType::kInvalid;
   }
 }
 
@@ -72,14 +85,18 @@ std::string_view Store(std::string text, ArgBatch* batch) {
 std::string WrappedNumberText(const at::Tensor& tensor) {
   const void* data = tensor.data_ptr();
   switch (tensor.scalar_type()) {
-    case c10::ScalarType::Double: return FormatDouble(*static_cast<const double*>(data));
-    case c10::ScalarType::Long: return std::to_string(*static_cast<const int64_t*>(data));
-    case c10::ScalarType::Bool: return *static_cast<const bool*>(data) ? "True" : "False";
+    case c10::ScalarType::Double:
+      return FormatDouble(*static_cast<const double*>(data));
+    case c10::ScalarType::Long:
+      return std::to_string(*static_cast<const int64_t*>(data));
+    case c10::ScalarType::Bool:
+      return *static_cast<const bool*>(data) ? "True" : "False";
     case c10::ScalarType::ComplexDouble: {
       const auto* z = static_cast<const c10::complex<double>*>(data);
       return "(" + FormatDouble(z->real()) + "+" + FormatDouble(z->imag()) + "j)";
     }
-    default: return std::string("<wrapped ") + c10::toString(tensor.scalar_type()) + ">";
+    default:
+      return std::string("<wrapped ") + c10::toString(tensor.scalar_type()) + ">";
   }
 }
 
@@ -97,8 +114,8 @@ Arg TensorArg(const at::Tensor& tensor, std::string_view name, ArgKind wanted, A
   view.sizes = held.sizes().data();
   view.strides = nullptr;
   const bool readable = held.layout() == c10::kStrided && held.device().is_cpu() &&
-                        held.has_storage() && view.dtype != DType::kInvalid &&
-                        !held.is_conj() && !held.is_neg();
+                        held.has_storage() && view.dtype != DType::kInvalid && !held.is_conj() &&
+                        !held.is_neg();
   if (!readable) return Arg::Shaped(ArgKind::kOpaque, name, view);
   if (wanted == ArgKind::kTensor && Uninit().IsUninit(held)) wanted = ArgKind::kUninit;
   if (wanted != ArgKind::kTensor) return Arg::Shaped(wanted, name, view);
@@ -113,7 +130,8 @@ void AppendValue(const c10::IValue& value, std::string_view name, ArgKind wanted
   } else if (value.isTensorList() || ListHasTensor(value)) {
     c10::ArrayRef<c10::IValue> items = value.toListRef();
     for (size_t idx = 0; idx < items.size(); ++idx) {
-      std::string_view item_name = Store(std::string(name) + "[" + std::to_string(idx) + "]", batch);
+      std::string_view item_name =
+          Store(std::string(name) + "[" + std::to_string(idx) + "]", batch);
       AppendValue(items[idx], item_name, wanted, batch);
     }
   } else if (value.isNone()) {

@@ -14,7 +14,6 @@
 // exceptions, and the first failure turns recording off.
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
-
 #include <pthread.h>
 
 #include <atomic>
@@ -69,7 +68,7 @@ std::atomic<Recorder*> g_recorder{nullptr};
 std::atomic<bool> g_explicit_steps{false};
 std::atomic<bool> g_forward_seen{false};   // a module ran forward in this step
 std::atomic<bool> g_backward_seen{false};  // an autograd node ran in this step
-std::mutex g_lifecycle_mu;  // Start / Stop
+std::mutex g_lifecycle_mu;                 // Start / Stop
 std::vector<at::CallbackHandle> g_handles;
 std::vector<std::unique_ptr<Recorder>> g_recorders;  // closed ones stay alive: late callbacks
 
@@ -182,15 +181,11 @@ void ExitNode(ThreadState& ts) {
   ts.nodes.pop_back();
 }
 
-std::unique_ptr<at::ObserverContext> OnOpEnter(const at::RecordFunction& fn) {
-  ThreadState& ts = Tls();
-  if (IsEvaluateFunction(fn)) {
-    EnterNode(ts, std::string_view(fn.name()).substr(kEvaluateFunction.size()), fn.seqNr());
-    return nullptr;
-  }
-  const uint32_t depth = ts.depth++;
+// Runs `body`; an exception turns recording off instead of reaching the training.
+template <typename Body>
+auto Guarded(const at::RecordFunction& fn, ThreadState& ts, Body body) -> decltype(body()) {
   try {
-    return EnterOp(fn, ts, depth);
+    return body();
   } catch (const std::exception& e) {
     ts.busy = false;
     Disable(fn.name(), e.what());
@@ -198,7 +193,19 @@ std::unique_ptr<at::ObserverContext> OnOpEnter(const at::RecordFunction& fn) {
     ts.busy = false;
     Disable(fn.name(), "unknown exception");
   }
-  return nullptr;
+  return decltype(body())();
+}
+
+std::unique_ptr<at::ObserverContext> OnOpEnter(const at::RecordFunction& fn) {
+  ThreadState& ts = Tls();
+  if (IsEvaluateFunction(fn)) {
+    Guarded(fn, ts, [&] {
+      EnterNode(ts, std::string_view(fn.name()).substr(kEvaluateFunction.size()), fn.seqNr());
+    });
+    return nullptr;
+  }
+  const uint32_t depth = ts.depth++;
+  return Guarded(fn, ts, [&] { return EnterOp(fn, ts, depth); });
 }
 
 void ExitOp(const at::RecordFunction& fn, at::ObserverContext* ctx_base, ThreadState& ts) {
@@ -227,20 +234,12 @@ void OnOpExit(const at::RecordFunction& fn, at::ObserverContext* ctx) {
   ThreadState& ts = Tls();
   if (IsEvaluateFunction(fn)) return ExitNode(ts);
   if (ts.depth > 0) --ts.depth;
-  try {
-    ExitOp(fn, ctx, ts);
-  } catch (const std::exception& e) {
-    ts.busy = false;
-    Disable(fn.name(), e.what());
-  } catch (...) {
-    ts.busy = false;
-    Disable(fn.name(), "unknown exception");
-  }
+  Guarded(fn, ts, [&] { ExitOp(fn, ctx, ts); });
 }
 
 std::unique_ptr<at::ObserverContext> OnScopeEnter(const at::RecordFunction& fn) {
   ThreadState& ts = Tls();
-  try {
+  Guarded(fn, ts, [&] {
     if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
       EnterNode(ts, fn.name(), fn.seqNr());
     } else if (StartsWith(fn.name(), "Optimizer.step#")) {
@@ -248,9 +247,7 @@ std::unique_ptr<at::ObserverContext> OnScopeEnter(const at::RecordFunction& fn) 
     } else if (StartsWith(fn.name(), "Optimizer.zero_grad#")) {
       ++ts.zero_grad;
     }
-  } catch (...) {
-    Disable(fn.name(), "scope bookkeeping failed");
-  }
+  });
   return nullptr;
 }
 
@@ -261,7 +258,7 @@ void OnScopeExit(const at::RecordFunction& fn, at::ObserverContext*) {
   } else if (StartsWith(fn.name(), "Optimizer.step#")) {
     if (ts.optimizer > 0 && --ts.optimizer == 0 && !g_explicit_steps.load()) {
       Recorder* recorder = g_recorder.load(std::memory_order_acquire);
-      if (recorder != nullptr) StepBoundary(recorder);
+      if (recorder != nullptr) Guarded(fn, ts, [&] { StepBoundary(recorder); });
     }
   } else if (StartsWith(fn.name(), "Optimizer.zero_grad#")) {
     if (ts.zero_grad > 0) --ts.zero_grad;
@@ -281,8 +278,8 @@ void ForgetRecordersInChild() {
 Status Start(const AdapterOptions& options) {
   std::lock_guard<std::mutex> lock(g_lifecycle_mu);
   if (g_recorder.load() != nullptr) {
-    return FailedPrecondition("upguard is already recording to " +
-                              g_recorder.load()->trace_path() + "; stop that recording first");
+    return FailedPrecondition("upguard is already recording to " + g_recorder.load()->trace_path() +
+                              "; stop that recording first");
   }
   static const int fork_handler = pthread_atfork(nullptr, nullptr, ForgetRecordersInChild);
   (void)fork_handler;

@@ -15,15 +15,14 @@ bool StartsWith(std::string_view s, std::string_view prefix) {
 // Ops whose results hold no defined values yet.
 bool DefinesNoValues(std::string_view name) {
   return StartsWith(name, "aten::empty") || StartsWith(name, "aten::new_empty") ||
-         StartsWith(name, "aten::_empty") || name == "aten::resize_" ||
-         name == "aten::resize_as_";
+         StartsWith(name, "aten::_empty") || name == "aten::resize_" || name == "aten::resize_as_";
 }
 
 // In-place ops whose result does not depend on the old contents of `self`.
 bool OverwritesSelf(std::string_view name) {
   static constexpr std::string_view kOps[] = {
-      "aten::fill_",    "aten::zero_",        "aten::copy_",   "aten::normal_",
-      "aten::uniform_", "aten::random_",      "aten::cauchy_", "aten::exponential_",
+      "aten::fill_",      "aten::zero_",       "aten::copy_",     "aten::normal_",
+      "aten::uniform_",   "aten::random_",     "aten::cauchy_",   "aten::exponential_",
       "aten::geometric_", "aten::log_normal_", "aten::bernoulli_"};
   for (std::string_view op : kOps) {
     if (name == op) return true;
@@ -54,10 +53,10 @@ OpInfo Build(const at::RecordFunction& fn) {
     info.results.push_back(kind);
     info.result_names.push_back(ret.name());
   }
-  const bool writes = std::any_of(schema->arguments().begin(), schema->arguments().end(),
-                                  [](const c10::Argument& arg) {
-                                    return arg.alias_info() != nullptr && arg.alias_info()->isWrite();
-                                  });
+  const bool writes = std::any_of(
+      schema->arguments().begin(), schema->arguments().end(), [](const c10::Argument& arg) {
+        return arg.alias_info() != nullptr && arg.alias_info()->isWrite();
+      });
   info.pure_view = !writes && !info.results.empty() &&
                    std::all_of(info.results.begin(), info.results.end(),
                                [](ResultKind kind) { return kind == ResultKind::kView; });

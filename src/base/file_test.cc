@@ -8,8 +8,9 @@ namespace upguard {
 namespace {
 
 std::string TempDir() {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("upguard_file_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  auto dir =
+      std::filesystem::temp_directory_path() /
+      ("upguard_file_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
   std::filesystem::create_directories(dir);
   return dir.string();
 }

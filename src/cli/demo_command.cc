@@ -44,8 +44,8 @@ StatusOr<int> RunDemoCommand(int argc, char** argv) {
                                     std::pair<std::string, std::string>{"candidate", plant}}) {
     RecordRequest request;
     request.run_dir = out + "/" + name;
-    request.command = {PythonInterpreter(), script, "--steps", std::to_string(steps), "--plant",
-                       extra};
+    request.command = {PythonInterpreter(),   script,    "--steps",
+                       std::to_string(steps), "--plant", extra};
     request.quiet = true;
     const auto run_started = std::chrono::steady_clock::now();
     ASSIGN_OR_RETURN(RecordOutcome outcome, RunRecorded(request));

@@ -8,7 +8,8 @@ namespace upguard {
 
 const FlagSpec* Flags::Find(const std::string& name, char short_name) const {
   for (const FlagSpec& spec : specs_) {
-    if ((!name.empty() && spec.name == name) || (short_name != 0 && spec.short_name == short_name)) {
+    if ((!name.empty() && spec.name == name) ||
+        (short_name != 0 && spec.short_name == short_name)) {
       return &spec;
     }
   }

@@ -6,8 +6,8 @@ namespace upguard {
 namespace {
 
 TEST(FlagsTest, ParsesValuesBooleansPositionalsAndRest) {
-  const char* argv[] = {"upguard", "record", "-o", "runs/a", "--steps=2:4", "--no-stats",
-                        "extra",   "--",     "python3", "-u", "train.py"};
+  const char* argv[] = {"upguard", "record", "-o",      "runs/a", "--steps=2:4", "--no-stats",
+                        "extra",   "--",     "python3", "-u",     "train.py"};
   Flags flags("record", {{"out", 'o', true}, {"steps", 0, true}, {"no-stats", 0, false}});
   ASSERT_TRUE(flags.Parse(11, const_cast<char**>(argv), 2).ok());
   EXPECT_EQ(flags.Get("out"), "runs/a");

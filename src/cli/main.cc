@@ -9,13 +9,13 @@
 namespace {
 
 const upguard::CommandInfo kCommands[] = {
-    {"record", "record every op of a training command into a run directory",
-     upguard::kRecordUsage, upguard::RunRecordCommand},
+    {"record", "record every op of a training command into a run directory", upguard::kRecordUsage,
+     upguard::RunRecordCommand},
     {"diff", "name the first op where two runs part ways, and why", upguard::kDiffUsage,
      upguard::RunDiffCommand},
     {"show", "list the recorded ops of a run", upguard::kShowUsage, upguard::RunShowCommand},
-    {"demo", "train a small GPT twice with one planted change and find it",
-     upguard::kDemoUsage, upguard::RunDemoCommand},
+    {"demo", "train a small GPT twice with one planted change and find it", upguard::kDemoUsage,
+     upguard::RunDemoCommand},
 };
 
 void PrintHelp() {

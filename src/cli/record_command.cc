@@ -3,18 +3,10 @@
 // The command runs as a child process with UPGUARD_RECORD_* in its environment and upguard's
 // bootstrap directory first on PYTHONPATH; the bootstrap sitecustomize starts recording when
 // the program imports torch (python/upguard/_autostart.py). The exit code is the command's.
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <csignal>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
 
-#include "base/file.h"
 #include "cli/command.h"
 #include "cli/flags.h"
-#include "cli/paths.h"
 #include "cli/record_runner.h"
 #include "upguard/recorder.h"
 
@@ -50,8 +42,9 @@ StatusOr<int> RunRecordCommand(int argc, char** argv) {
   RETURN_IF_ERROR(flags.Parse(argc, argv, 2));
   if (!flags.Has("out")) return InvalidArgument("missing -o DIR (the run directory to write)");
   if (flags.rest().empty()) {
-    return InvalidArgument("missing the command to record after `--`, e.g. "
-                           "`upguard record -o runs/a -- /usr/bin/python3 train.py`");
+    return InvalidArgument(
+        "missing the command to record after `--`, e.g. "
+        "`upguard record -o runs/a -- /usr/bin/python3 train.py`");
   }
   if (!flags.positionals().empty()) {
     return InvalidArgument("unexpected argument '" + flags.positionals()[0] +

@@ -22,9 +22,8 @@ Status ClearRunDir(const std::string& dir) {
   RETURN_IF_ERROR(MakeDirectories(dir));
   ASSIGN_OR_RETURN(std::vector<std::string> names, ListDirectory(dir));
   for (const std::string& name : names) {
-    const bool stale = name == "meta.json" ||
-                       (name.rfind("rank", 0) == 0 && name.size() > 4 &&
-                        name.compare(name.size() - 4, 4, ".ugt") == 0);
+    const bool stale = name == "meta.json" || (name.rfind("rank", 0) == 0 && name.size() > 4 &&
+                                               name.compare(name.size() - 4, 4, ".ugt") == 0);
     if (!stale) continue;
     std::error_code error;
     fs::remove(fs::path(dir) / name, error);
@@ -64,7 +63,8 @@ StatusOr<RecordOutcome> RunRecorded(const RecordRequest& request) {
   RETURN_IF_ERROR(ClearRunDir(request.run_dir));
   const std::string abs_dir = fs::absolute(request.run_dir).lexically_normal().string();
   std::vector<char*> child_argv;
-  for (const std::string& arg : request.command) child_argv.push_back(const_cast<char*>(arg.c_str()));
+  for (const std::string& arg : request.command)
+    child_argv.push_back(const_cast<char*>(arg.c_str()));
   child_argv.push_back(nullptr);
 
   // The child reports a failed exec through this close-on-exec pipe.
@@ -88,7 +88,8 @@ StatusOr<RecordOutcome> RunRecorded(const RecordRequest& request) {
   }
   close(exec_pipe[1]);
   int exec_error = 0;
-  const bool exec_failed = read(exec_pipe[0], &exec_error, sizeof(exec_error)) == sizeof(exec_error);
+  const bool exec_failed =
+      read(exec_pipe[0], &exec_error, sizeof(exec_error)) == sizeof(exec_error);
   close(exec_pipe[0]);
 
   // Ctrl-C reaches the whole process group: let the child handle it and report its end.
@@ -122,16 +123,17 @@ StatusOr<RecordOutcome> RunRecorded(const RecordRequest& request) {
   if (files.empty()) {
     std::string why = "recorded nothing into " + request.run_dir +
                       ": the command never imported torch under upguard. Run a Python program "
-                      "with the interpreter that has torch (" + PythonInterpreter() + ")";
+                      "with the interpreter that has torch (" +
+                      PythonInterpreter() + ")";
     if (outcome.exit_code == 0) return FailedPrecondition(why);
     outcome.summary = "upguard record: " + why + "\n";
     return outcome;
   }
-  outcome.summary = "upguard record: wrote " + request.run_dir + ":" + files +
-                    (outcome.exit_code == 0
-                         ? ""
-                         : "; the command exited with " + std::to_string(outcome.exit_code)) +
-                    "\n";
+  outcome.summary =
+      "upguard record: wrote " + request.run_dir + ":" + files +
+      (outcome.exit_code == 0 ? ""
+                              : "; the command exited with " + std::to_string(outcome.exit_code)) +
+      "\n";
   return outcome;
 }
 

@@ -19,8 +19,8 @@ struct RecordRequest {
 };
 
 struct RecordOutcome {
-  int exit_code = 0;      // the command's (128 + signal if it was killed)
-  std::string summary;    // what was written, for people
+  int exit_code = 0;    // the command's (128 + signal if it was killed)
+  std::string summary;  // what was written, for people
   uint64_t trace_bytes = 0;
 };
 

@@ -53,7 +53,8 @@ std::vector<ArgComparison> CompareArgs(const std::vector<ArgRecord>& a,
     slot.b = idx < b.size() ? &b[idx] : nullptr;
     if (slot.a != nullptr) slot.name = trace_a.Str(slot.a->name);
     if (slot.name.empty()) slot.name = (is_input ? "in" : "out") + std::to_string(idx);
-    slot.equal = slot.a != nullptr && slot.b != nullptr && ArgsEqual(*slot.a, *slot.b, &slot.compared);
+    slot.equal =
+        slot.a != nullptr && slot.b != nullptr && ArgsEqual(*slot.a, *slot.b, &slot.compared);
   }
   return slots;
 }

@@ -181,8 +181,8 @@ void WalkStep(const RankTrace& ta, const StepOps& sa, const RankTrace& tb, const
   size_t ia = 0, ib = 0;
   while (ia < sa.ops.size() && ib < sb.ops.size()) {
     if (ta.Str(sa.ops[ia].op) != tb.Str(sb.ops[ib].op)) {
-      Realignment realign = FindRealignment(sa.ops, ia, ta, sb.ops, ib, tb, options.lookahead,
-                                            options.match_window);
+      Realignment realign =
+          FindRealignment(sa.ops, ia, ta, sb.ops, ib, tb, options.lookahead, options.match_window);
       if (!diff->structural) {
         StructuralDivergence structural;
         structural.step = sa.step;
@@ -288,33 +288,39 @@ bool SharesNoOps(const RankDiff& diff, const RankTrace& ta, const RankTrace& tb)
 
 std::string_view VerdictName(Verdict verdict) {
   switch (verdict) {
-    case Verdict::kIdentical: return "identical";
-    case Verdict::kCulprit: return "culprit";
-    case Verdict::kPropagated: return "propagated";
-    case Verdict::kStructural: return "structural";
+    case Verdict::kIdentical:
+      return "identical";
+    case Verdict::kCulprit:
+      return "culprit";
+    case Verdict::kPropagated:
+      return "propagated";
+    case Verdict::kStructural:
+      return "structural";
   }
   return "unknown";
 }
 
 StatusOr<DiffResult> DiffRuns(const Run& a, const Run& b, const DiffOptions& options) {
   if (a.world_size != b.world_size || a.ranks.size() != b.ranks.size()) {
-    return FailedPrecondition(
-        "the runs have different world sizes (" + a.dir + ": " + std::to_string(a.world_size) +
-        " rank(s), " + b.dir + ": " + std::to_string(b.world_size) +
-        "); compare runs recorded with the same number of ranks");
+    return FailedPrecondition("the runs have different world sizes (" + a.dir + ": " +
+                              std::to_string(a.world_size) + " rank(s), " + b.dir + ": " +
+                              std::to_string(b.world_size) +
+                              "); compare runs recorded with the same number of ranks");
   }
   DiffResult result;
   for (size_t rank_idx = 0; rank_idx < a.ranks.size(); ++rank_idx) {
     RankDiff diff = DiffRank(a.ranks[rank_idx], b.ranks[rank_idx], options);
     if (diff.steps_compared == 0) {
       return FailedPrecondition("rank " + std::to_string(rank_idx) + ": " + a.dir + " and " +
-                                b.dir + " recorded no step in common; record overlapping steps "
+                                b.dir +
+                                " recorded no step in common; record overlapping steps "
                                 "(upguard record --steps A:B)");
     }
     if (SharesNoOps(diff, a.ranks[rank_idx], b.ranks[rank_idx])) {
       return FailedPrecondition(
           "the runs appear to record different programs (" + a.dir + ": " + ScriptOf(a) + ", " +
-          b.dir + ": " + ScriptOf(b) + "): their op streams differ from the first op and never "
+          b.dir + ": " + ScriptOf(b) +
+          "): their op streams differ from the first op and never "
           "realign; compare two runs of the same training script (inspect each with `upguard "
           "show`)");
     }

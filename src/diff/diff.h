@@ -104,7 +104,7 @@ struct RankDiff {
 };
 
 struct DiffOptions {
-  size_t lookahead = 64;  // ops searched for realignment after a structural difference
+  size_t lookahead = 64;    // ops searched for realignment after a structural difference
   size_t match_window = 4;  // ops that must agree to call the streams realigned
 };
 

@@ -27,7 +27,8 @@ std::string HostName() {
 
 nlohmann::json RecordOptionsJson(const RecorderOptions& options) {
   nlohmann::json steps = {{"first", options.steps.first}};
-  steps["last"] = options.steps.last < 0 ? nlohmann::json(nullptr) : nlohmann::json(options.steps.last);
+  steps["last"] =
+      options.steps.last < 0 ? nlohmann::json(nullptr) : nlohmann::json(options.steps.last);
   return {{"steps", steps},
           {"max_depth", options.max_depth},
           {"ops", options.ops},
@@ -40,9 +41,10 @@ class Recorder::Impl {
  public:
   explicit Impl(const RecorderOptions& options) : options_(options) {
     digest_options_.stats = options.stats;
-    digest_options_.threads = options.digest_threads > 0
-                                  ? options.digest_threads
-                                  : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    digest_options_.threads =
+        options.digest_threads > 0
+            ? options.digest_threads
+            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   }
 
   Status Open() {

@@ -90,8 +90,8 @@ TEST(RecorderTest, FiltersByStepDepthAndOpName) {
   recorder->MarkStep();
   EXPECT_TRUE(recorder->Wants("aten::mm", 0));
   EXPECT_TRUE(recorder->Wants("aten::addmm", 0));
-  EXPECT_FALSE(recorder->Wants("aten::mm", 1));    // too deep
-  EXPECT_FALSE(recorder->Wants("aten::add", 0));   // no pattern matches
+  EXPECT_FALSE(recorder->Wants("aten::mm", 1));   // too deep
+  EXPECT_FALSE(recorder->Wants("aten::add", 0));  // no pattern matches
   recorder->MarkStep();
   EXPECT_FALSE(recorder->Wants("aten::mm", 0));
   EXPECT_TRUE(recorder->Close().ok());

@@ -7,9 +7,14 @@ namespace {
 using nlohmann::json;
 
 json StatsJson(const TensorStats& s) {
-  return {{"min", s.min},     {"max", s.max},         {"mean", s.mean},
-          {"l2", s.l2},       {"finite", s.finite_count}, {"nan", s.nan_count},
-          {"pos_inf", s.pos_inf_count}, {"neg_inf", s.neg_inf_count}};
+  return {{"min", s.min},
+          {"max", s.max},
+          {"mean", s.mean},
+          {"l2", s.l2},
+          {"finite", s.finite_count},
+          {"nan", s.nan_count},
+          {"pos_inf", s.pos_inf_count},
+          {"neg_inf", s.neg_inf_count}};
 }
 
 json SideJson(const ArgRecord& arg, const RankTrace& trace) {
@@ -40,9 +45,12 @@ json SlotsJson(const std::vector<ArgComparison>& slots, const RankTrace& ta, con
 }
 
 json OpJson(const OpRecord& op, const RankTrace& trace) {
-  return {{"op", trace.Str(op.op)},          {"phase", PhaseName(op.phase)},
-          {"step", op.step},                 {"depth", op.depth},
-          {"module", trace.Str(op.module)},  {"call_site", trace.Str(op.call_site)},
+  return {{"op", trace.Str(op.op)},
+          {"phase", PhaseName(op.phase)},
+          {"step", op.step},
+          {"depth", op.depth},
+          {"module", trace.Str(op.module)},
+          {"call_site", trace.Str(op.call_site)},
           {"autograd_node", trace.Str(op.node)}};
 }
 
@@ -62,7 +70,8 @@ json NumericJson(const NumericDivergence& n, const RankTrace& ta, const RankTrac
   j["index_b"] = n.b.index;
   j["inputs"] = SlotsJson(n.inputs, ta, tb);
   j["outputs"] = SlotsJson(n.outputs, ta, tb);
-  j["differing_input"] = n.first_bad_input ? json(n.inputs[*n.first_bad_input].name) : json(nullptr);
+  j["differing_input"] =
+      n.first_bad_input ? json(n.inputs[*n.first_bad_input].name) : json(nullptr);
   j["producer_a"] = n.first_bad_input ? ProducerJson(n.producer_a, ta) : json(nullptr);
   j["producer_b"] = n.first_bad_input ? ProducerJson(n.producer_b, tb) : json(nullptr);
   json enclosing = json::array();
@@ -75,9 +84,14 @@ json StructuralJson(const StructuralDivergence& s, const RankTrace& ta, const Ra
   json only_a = json::array(), only_b = json::array();
   for (const OpRecord* op : s.only_a) only_a.push_back(OpJson(*op, ta));
   for (const OpRecord* op : s.only_b) only_b.push_back(OpJson(*op, tb));
-  return {{"step", s.step},         {"index_a", s.index_a}, {"index_b", s.index_b},
-          {"realigned", s.realigned}, {"only_a", only_a},   {"only_b", only_b},
-          {"only_a_count", s.only_a_count}, {"only_b_count", s.only_b_count}};
+  return {{"step", s.step},
+          {"index_a", s.index_a},
+          {"index_b", s.index_b},
+          {"realigned", s.realigned},
+          {"only_a", only_a},
+          {"only_b", only_b},
+          {"only_a_count", s.only_a_count},
+          {"only_b_count", s.only_b_count}};
 }
 
 }  // namespace
@@ -97,7 +111,8 @@ json DiffToJson(const DiffResult& result, const Run& a, const Run& b) {
          {"last_step", diff.last_step ? json(*diff.last_step) : json(nullptr)},
          {"notes", diff.notes},
          {"divergence", diff.numeric ? NumericJson(*diff.numeric, ta, tb) : json(nullptr)},
-         {"structural", diff.structural ? StructuralJson(*diff.structural, ta, tb) : json(nullptr)}});
+         {"structural",
+          diff.structural ? StructuralJson(*diff.structural, ta, tb) : json(nullptr)}});
   }
   return {{"schema", "upguard.diff/1"},
           {"verdict", VerdictName(result.verdict)},

@@ -87,8 +87,9 @@ std::string ProducerText(const Producer& producer, const RankTrace& trace) {
            "before recording or by an op that was not recorded)";
   }
   const OpRecord& op = *producer.location.op;
-  std::string text = "produced by " + trace.Str(op.op) + " (#" + std::to_string(producer.location.index) +
-                     " in step " + std::to_string(producer.location.step) + ", " +
+  std::string text = "produced by " + trace.Str(op.op) + " (#" +
+                     std::to_string(producer.location.index) + " in step " +
+                     std::to_string(producer.location.step) + ", " +
                      std::string(PhaseName(op.phase));
   if (op.module != kEmptyString) text += ", module " + trace.Str(op.module);
   if (op.call_site != kEmptyString) text += ", " + trace.Str(op.call_site);
@@ -160,8 +161,7 @@ void OnlyIn(std::ostringstream& out, const std::string& dir, const char* mark,
 
 void Structural(const Ctx& ctx, const StructuralDivergence& s) {
   ctx.out << "  STRUCTURAL  step " << s.step << ": the runs executed different ops from op #"
-          << s.index_a << " (" << ctx.a.dir << ") / #" << s.index_b << " (" << ctx.b.dir
-          << ")\n";
+          << s.index_a << " (" << ctx.a.dir << ") / #" << s.index_b << " (" << ctx.b.dir << ")\n";
   OnlyIn(ctx.out, ctx.a.dir, "-", s.only_a, s.only_a_count, ctx.ta);
   OnlyIn(ctx.out, ctx.b.dir, "+", s.only_b, s.only_b_count, ctx.tb);
   ctx.out << (s.realigned ? "    after these ops the two op streams agree again.\n"

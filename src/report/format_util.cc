@@ -15,9 +15,12 @@ std::string ShapeText(const std::vector<int64_t>& shape) {
 
 std::string DescribeArg(const ArgRecord& arg, const StringTable& strings) {
   switch (arg.kind) {
-    case ArgKind::kScalar: return strings.Get(arg.text);
-    case ArgKind::kNone: return "None";
-    case ArgKind::kTensor: return std::string(DTypeName(arg.dtype)) + ShapeText(arg.shape);
+    case ArgKind::kScalar:
+      return strings.Get(arg.text);
+    case ArgKind::kNone:
+      return "None";
+    case ArgKind::kTensor:
+      return std::string(DTypeName(arg.dtype)) + ShapeText(arg.shape);
     case ArgKind::kAlias:
     case ArgKind::kUninit:
     case ArgKind::kOpaque:

@@ -15,7 +15,7 @@ namespace upguard {
 struct ShowOptions {
   std::optional<uint32_t> step;  // only this step; default: every step
   int rank = 0;
-  size_t max_depth = SIZE_MAX;   // hide ops nested deeper
+  size_t max_depth = SIZE_MAX;  // hide ops nested deeper
 };
 
 std::string RenderShowText(const Run& run, const ShowOptions& options);

@@ -37,8 +37,8 @@ enum class RecordType : uint8_t {
 
 struct TraceRecord {
   RecordType type = RecordType::kOp;
-  uint64_t offset = 0;  // byte offset of the record's frame in the file
-  OpRecord op;          // when type == kOp
+  uint64_t offset = 0;     // byte offset of the record's frame in the file
+  OpRecord op;             // when type == kOp
   StepEndRecord step_end;  // when type == kStepEnd
 };
 

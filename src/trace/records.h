@@ -40,7 +40,7 @@ std::string_view ArgKindName(ArgKind kind);
 
 struct ArgRecord {
   ArgKind kind = ArgKind::kNone;
-  StringId name = kEmptyString;  // schema argument name ("self", "weight"); empty if unknown
+  StringId name = kEmptyString;   // schema argument name ("self", "weight"); empty if unknown
   DType dtype = DType::kInvalid;  // tensor kinds only
   std::vector<int64_t> shape;     // tensor kinds only
   Digest128 digest;               // kTensor: of the values; kScalar: of the text
@@ -50,10 +50,10 @@ struct ArgRecord {
 };
 
 struct OpRecord {
-  uint64_t seq = 0;     // index of the op in the rank's trace, in completion order, from 0
-  uint32_t step = 0;    // training step the op ran in
+  uint64_t seq = 0;   // index of the op in the rank's trace, in completion order, from 0
+  uint32_t step = 0;  // training step the op ran in
   Phase phase = Phase::kOther;
-  uint32_t depth = 0;   // 0 = called by user code; n = nested inside n recorded ops
+  uint32_t depth = 0;                 // 0 = called by user code; n = nested inside n recorded ops
   StringId op = kEmptyString;         // "aten::gelu"
   StringId module = kEmptyString;     // "blocks.1.mlp.act"; empty outside modules
   StringId call_site = kEmptyString;  // "model.py:87"
