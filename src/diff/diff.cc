@@ -241,7 +241,7 @@ bool StepsIdentical(const StepOps& sa, const StepOps& sb) {
 
 void NoteIncomplete(const RankTrace& trace, std::vector<std::string>* notes) {
   if (trace.damage) {
-    notes->push_back(trace.damage->message + " — compared only the readable part");
+    notes->push_back(trace.damage->message + "; compared only the readable part");
   } else if (!trace.complete) {
     notes->push_back(trace.path +
                      " ends without its end record (the process stopped before closing the "
