@@ -69,15 +69,15 @@ StatusOr<int> RunDemoCommand(int argc, char** argv) {
   std::printf("\ndemo finished in %.1f s.\n\n", total);
   std::printf(
       "what to try next:\n"
-      "  the ops of the divergent step:\n    upguard show %s/candidate --step %u --max-depth 0\n"
-      "  the same result for scripts:\n    upguard diff %s/reference %s/candidate --json\n"
+      "  the ops of the divergent step:\n    %s show %s/candidate --step %u --max-depth 0\n"
+      "  the same result for scripts:\n    %s diff %s/reference %s/candidate --json\n"
       "  other planted changes (backward, optimizer, data, structural):\n"
-      "    upguard demo --plant backward-scale | adamw-eps | data-shift | extra-op\n"
+      "    %s demo --plant backward-scale | adamw-eps | data-shift | extra-op\n"
       "  your own training, twice, then diff:\n"
-      "    upguard record -o runs/mine -- %s your_train.py\n",
-      out.c_str(),
+      "    %s record -o runs/mine -- %s your_train.py\n",
+      argv[0], out.c_str(),
       result.ranks.empty() || !result.ranks[0].numeric ? 0u : result.ranks[0].numeric->a.step,
-      out.c_str(), out.c_str(), PythonInterpreter().c_str());
+      argv[0], out.c_str(), out.c_str(), argv[0], argv[0], PythonInterpreter().c_str());
   return result.verdict == Verdict::kIdentical ? kExitOk : kExitDiverged;
 }
 
