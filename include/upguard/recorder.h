@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "digest/digest.h"
 #include "trace/records.h"
 #include "upguard/status.h"
 #include "upguard/tensor.h"
@@ -38,17 +39,20 @@ struct Arg {
   std::string_view name;
   TensorView tensor;      // tensor kinds (for kAlias/kUninit/kOpaque only dtype and shape)
   std::string_view text;  // kScalar
+  // kTensor: a digest the caller already knows for exactly these values (e.g. cached from
+  // when the same tensor was an earlier op's output); the recorder then does not hash.
+  const TensorDigest* known = nullptr;
 
   static Arg Tensor(std::string_view name, TensorView view) {
-    return {ArgKind::kTensor, name, view, {}};
+    return {ArgKind::kTensor, name, view, {}, nullptr};
   }
   static Arg Scalar(std::string_view name, std::string_view text) {
-    return {ArgKind::kScalar, name, {}, text};
+    return {ArgKind::kScalar, name, {}, text, nullptr};
   }
   static Arg Shaped(ArgKind kind, std::string_view name, TensorView view) {
-    return {kind, name, view, {}};
+    return {kind, name, view, {}, nullptr};
   }
-  static Arg None(std::string_view name) { return {ArgKind::kNone, name, {}, {}}; }
+  static Arg None(std::string_view name) { return {ArgKind::kNone, name, {}, {}, nullptr}; }
 };
 
 struct OpEvent {
@@ -94,14 +98,17 @@ class Recorder {
   static StatusOr<std::unique_ptr<Recorder>> Open(const RecorderOptions& options);
   ~Recorder();
 
-  // Cheap pre-check before digesting anything: recording enabled, current step in range,
-  // depth and op filters pass.
+  // Cheap pre-checks before digesting anything. StepWanted: recording is enabled and the
+  // current step is in range. Wants: that, and the depth and op filters pass.
+  bool StepWanted() const;
   bool Wants(std::string_view op, uint32_t depth) const;
 
   // Digests `args` now (e.g. inputs at op entry). The result feeds Record().
   std::vector<ArgRecord> DigestArgs(const std::vector<Arg>& args);
   // Records an op whose inputs were digested earlier by DigestArgs; digests the outputs now.
   void Record(const OpEvent& op, std::vector<ArgRecord> inputs);
+  // Records an op whose inputs and outputs were both digested by DigestArgs.
+  void Record(const OpEvent& op, std::vector<ArgRecord> inputs, std::vector<ArgRecord> outputs);
   // Digests inputs and outputs now.
   void Record(const OpEvent& op);
 

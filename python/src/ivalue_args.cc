@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "digest_cache.h"
+
 namespace upguard::torch_adapter {
 namespace {
 
@@ -77,7 +79,8 @@ bool ListHasTensor(const c10::IValue& value) {
 }
 
 std::string_view Store(std::string text, ArgBatch* batch) {
-  return batch->strings.emplace_back(std::move(text));
+  batch->strings.push_front(std::move(text));
+  return batch->strings.front();
 }
 
 // Reads the value of a wrapped number straight from memory (no ATen call: we may be inside a
@@ -107,26 +110,31 @@ Arg TensorArg(const at::Tensor& tensor, std::string_view name, ArgKind wanted, A
   if (tensor.unsafeGetTensorImpl()->is_wrapped_number()) {
     return Arg::Scalar(name, Store(WrappedNumberText(tensor), batch));
   }
-  const at::Tensor& held = batch->tensors.emplace_back(tensor);
   TensorView view;
-  view.dtype = ToDType(held.scalar_type());
-  view.ndim = static_cast<int>(held.dim());
-  view.sizes = held.sizes().data();
+  view.dtype = ToDType(tensor.scalar_type());
+  view.ndim = static_cast<int>(tensor.dim());
+  view.sizes = tensor.sizes().data();
   view.strides = nullptr;
-  const bool readable = held.layout() == c10::kStrided && held.device().is_cpu() &&
-                        held.has_storage() && view.dtype != DType::kInvalid && !held.is_conj() &&
-                        !held.is_neg();
+  const bool readable = tensor.layout() == c10::kStrided && tensor.device().is_cpu() &&
+                        tensor.has_storage() && view.dtype != DType::kInvalid &&
+                        !tensor.is_conj() && !tensor.is_neg();
   if (!readable) return Arg::Shaped(ArgKind::kOpaque, name, view);
-  if (wanted == ArgKind::kTensor && Uninit().IsUninit(held)) wanted = ArgKind::kUninit;
+  if (wanted == ArgKind::kTensor && Uninit().IsUninit(tensor)) wanted = ArgKind::kUninit;
   if (wanted != ArgKind::kTensor) return Arg::Shaped(wanted, name, view);
-  view.strides = held.strides().data();
-  view.data = held.data_ptr();
-  return Arg::Tensor(name, view);
+  view.strides = tensor.strides().data();
+  view.data = tensor.data_ptr();
+  Arg arg = Arg::Tensor(name, view);
+  if (std::optional<TensorDigest> known = Digests().Find(tensor)) {
+    batch->known.push_front(*known);
+    arg.known = &batch->known.front();
+  }
+  return arg;
 }
 
 void AppendValue(const c10::IValue& value, std::string_view name, ArgKind wanted, ArgBatch* batch) {
   if (value.isTensor()) {
     batch->args.push_back(TensorArg(value.toTensor(), name, wanted, batch));
+    batch->tensors.push_back(&value.toTensor());
   } else if (value.isTensorList() || ListHasTensor(value)) {
     c10::ArrayRef<c10::IValue> items = value.toListRef();
     for (size_t idx = 0; idx < items.size(); ++idx) {
@@ -136,8 +144,10 @@ void AppendValue(const c10::IValue& value, std::string_view name, ArgKind wanted
     }
   } else if (value.isNone()) {
     batch->args.push_back(Arg::None(name));
+    batch->tensors.push_back(nullptr);
   } else {
     batch->args.push_back(Arg::Scalar(name, Store(ScalarText(value), batch)));
+    batch->tensors.push_back(nullptr);
   }
 }
 
@@ -211,6 +221,15 @@ void AppendOutputs(const OpInfo& info, const std::vector<c10::IValue>& values, A
   }
 }
 
+void RememberDigests(const ArgBatch& batch, const std::vector<ArgRecord>& records) {
+  for (size_t idx = 0; idx < records.size() && idx < batch.tensors.size(); ++idx) {
+    const ArgRecord& record = records[idx];
+    if (batch.tensors[idx] == nullptr || record.kind != ArgKind::kTensor) continue;
+    if (batch.args[idx].known != nullptr) continue;
+    Digests().Put(*batch.tensors[idx], TensorDigest{record.digest, record.has_stats, record.stats});
+  }
+}
+
 void TrackResults(const OpInfo& info, const std::vector<c10::IValue>& values) {
   for (size_t idx = 0; idx < values.size(); ++idx) {
     switch (info.Result(idx)) {
@@ -218,7 +237,10 @@ void TrackResults(const OpInfo& info, const std::vector<c10::IValue>& values) {
         ForEachTensor(values[idx], [](const at::Tensor& t) { Uninit().MarkUninit(t); });
         break;
       case ResultKind::kValue:
-        ForEachTensor(values[idx], [](const at::Tensor& t) { Uninit().MarkWritten(t); });
+        ForEachTensor(values[idx], [](const at::Tensor& t) {
+          Uninit().MarkWritten(t);
+          Digests().Invalidate(t);
+        });
         break;
       case ResultKind::kView:
         break;

@@ -7,7 +7,7 @@
 
 #include <ATen/core/ivalue.h>
 
-#include <deque>
+#include <forward_list>
 #include <string>
 #include <vector>
 
@@ -16,11 +16,14 @@
 
 namespace upguard::torch_adapter {
 
-// Owns what the Args point into (tensor references, names, texts) until they are digested.
+// The Args of one op and what they point into, valid while the callback runs (tensors stay
+// owned by the RecordFunction's IValues). Built without heap allocation for names and texts
+// unless an op has list arguments or scalars.
 struct ArgBatch {
   std::vector<Arg> args;
-  std::deque<at::Tensor> tensors;
-  std::deque<std::string> strings;
+  std::vector<const at::Tensor*> tensors;  // per arg: the tensor behind it, or nullptr
+  std::forward_list<std::string> strings;  // names of list elements, scalar texts
+  std::forward_list<TensorDigest> known;   // cached digests the Args point to
 };
 
 // Storages whose contents are not defined yet (results of empty*, resize_), by version.
@@ -45,6 +48,8 @@ UninitTracker& Uninit();
 
 void AppendInputs(const OpInfo& info, c10::ArrayRef<const c10::IValue> values, ArgBatch* batch);
 void AppendOutputs(const OpInfo& info, const std::vector<c10::IValue>& values, ArgBatch* batch);
+// Puts the digests the recorder just computed for `batch` into the digest cache.
+void RememberDigests(const ArgBatch& batch, const std::vector<ArgRecord>& records);
 // Updates the UninitTracker from an op's results (called for every op, recorded or not).
 void TrackResults(const OpInfo& info, const std::vector<c10::IValue>& values);
 

@@ -8,31 +8,29 @@
 // Python nn.Module hooks), the running autograd nodes and the optimizer scope; they decide the
 // phase, module path and call site of each op. Inputs are digested at entry (before in-place
 // ops change them), outputs at exit. Backward ops get the module and call site of the forward
-// op that created their autograd node (matched by the autograd sequence number).
+// op that created their autograd node (origins.h). Outside the recorded steps only the
+// bookkeeping runs; call sites (a GIL acquire and a frame walk) are computed only when needed.
 //
 // Nothing here may disturb the training: all work is read-only, every callback catches all
 // exceptions, and the first failure turns recording off.
 #include <ATen/Parallel.h>
+#include <ATen/SequenceNumber.h>
 #include <ATen/record_function.h>
 #include <pthread.h>
 
 #include <atomic>
 #include <cstdio>
 #include <mutex>
-#include <unordered_map>
 
 #include "adapter.h"
 #include "call_site.h"
+#include "digest_cache.h"
 #include "ivalue_args.h"
 #include "op_info.h"
+#include "origins.h"
 
 namespace upguard::torch_adapter {
 namespace {
-
-struct Origin {
-  std::string module;
-  std::string call_site;
-};
 
 struct Node {
   std::string name;
@@ -47,7 +45,19 @@ struct ThreadState {
   int zero_grad = 0;
   std::vector<std::string> modules;
   std::vector<Node> nodes;
-  std::string call_site;  // of the running top-level op
+  // The running top-level (depth 0, not backward) op: its call site, computed on first use,
+  // and the autograd sequence number when it started.
+  std::string call_site;
+  bool call_site_known = false;
+  uint64_t first_node = 0;
+
+  const std::string& CallSite() {
+    if (!call_site_known) {
+      call_site = CurrentCallSite();
+      call_site_known = true;
+    }
+    return call_site;
+  }
 };
 
 ThreadState& Tls() {
@@ -72,9 +82,7 @@ std::mutex g_lifecycle_mu;                 // Start / Stop
 std::vector<at::CallbackHandle> g_handles;
 std::vector<std::unique_ptr<Recorder>> g_recorders;  // closed ones stay alive: late callbacks
 
-std::mutex g_origin_mu;
-std::unordered_map<int64_t, Origin> g_origins;  // autograd sequence number -> forward op
-constexpr size_t kMaxOrigins = 1 << 20;
+OriginTable g_origins;
 
 bool StartsWith(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
@@ -94,18 +102,6 @@ Phase CurrentPhase(const ThreadState& ts) {
              : Phase::kOther;
 }
 
-void RememberOrigin(int64_t seq_nr, const Origin& origin) {
-  std::lock_guard<std::mutex> lock(g_origin_mu);
-  if (g_origins.size() >= kMaxOrigins) g_origins.clear();
-  g_origins[seq_nr] = origin;
-}
-
-Origin LookupOrigin(int64_t seq_nr) {
-  std::lock_guard<std::mutex> lock(g_origin_mu);
-  auto it = g_origins.find(seq_nr);
-  return it == g_origins.end() ? Origin{} : it->second;
-}
-
 void Disable(const char* where, const char* what) {
   Recorder* recorder = g_recorder.exchange(nullptr);
   if (recorder != nullptr) {
@@ -117,28 +113,25 @@ void StepBoundary(Recorder* recorder) {
   recorder->MarkStep();
   g_forward_seen.store(false);
   g_backward_seen.store(false);
-  {
-    std::lock_guard<std::mutex> lock(g_origin_mu);
-    g_origins.clear();
-  }
+  g_origins.Clear();
   Uninit().DropExpired();
+  Digests().Trim();
 }
 
 std::unique_ptr<at::ObserverContext> EnterOp(const at::RecordFunction& fn, ThreadState& ts,
                                              uint32_t depth) {
   Recorder* recorder = g_recorder.load(std::memory_order_acquire);
-  if (recorder == nullptr || ts.busy || at::in_parallel_region()) return nullptr;
+  if (recorder == nullptr || ts.busy || !recorder->StepWanted() || at::in_parallel_region()) {
+    return nullptr;
+  }
   const OpInfo& info = LookupOpInfo(fn);
   if (info.skip) return nullptr;
 
   const Phase phase = CurrentPhase(ts);
   const bool backward = phase == Phase::kBackward;
-  if (depth == 0 && !backward) ts.call_site = CurrentCallSite();
-  const std::string& module =
-      backward ? ts.nodes.back().origin.module : (ts.modules.empty() ? "" : ts.modules.back());
-  const std::string& call_site = backward ? ts.nodes.back().origin.call_site : ts.call_site;
-  if (phase == Phase::kForward && fn.seqNr() >= 0) {
-    RememberOrigin(fn.seqNr(), Origin{module, call_site});
+  if (depth == 0 && !backward) {
+    ts.call_site_known = false;
+    ts.first_node = at::sequence_number::peek();
   }
   if (!recorder->Wants(fn.name(), depth)) return nullptr;
 
@@ -146,14 +139,29 @@ std::unique_ptr<at::ObserverContext> EnterOp(const at::RecordFunction& fn, Threa
   auto ctx = std::make_unique<OpContext>();
   ctx->phase = phase;
   ctx->depth = depth;
-  ctx->module = module;
-  ctx->call_site = call_site;
-  if (backward) ctx->node = ts.nodes.back().name;
+  if (backward) {
+    ctx->module = ts.nodes.back().origin.module;
+    ctx->call_site = ts.nodes.back().origin.call_site;
+    ctx->node = ts.nodes.back().name;
+  } else {
+    if (!ts.modules.empty()) ctx->module = ts.modules.back();
+    ctx->call_site = ts.CallSite();
+  }
   ArgBatch batch;
   AppendInputs(info, fn.inputs(), &batch);
   ctx->inputs = recorder->DigestArgs(batch.args);
+  RememberDigests(batch, ctx->inputs);
   ts.busy = false;
   return ctx;
+}
+
+// At the end of a top-level forward op: the autograd nodes it created map to its module and
+// call site, for the backward ops they will run.
+void RememberOrigins(ThreadState& ts) {
+  const uint64_t end = at::sequence_number::peek();
+  if (end <= ts.first_node) return;
+  g_origins.Add(ts.first_node, end,
+                Origin{ts.modules.empty() ? "" : ts.modules.back(), ts.CallSite()});
 }
 
 // The autograd engine wraps each node in a FUNCTION-scope record with this prefix; it also
@@ -166,7 +174,7 @@ bool IsEvaluateFunction(const at::RecordFunction& fn) {
 }
 
 void EnterNode(ThreadState& ts, std::string_view name, int64_t seq_nr) {
-  Origin origin = LookupOrigin(seq_nr);
+  Origin origin = g_origins.Find(seq_nr);
   if (origin.module.empty() && origin.call_site.empty() && !ts.nodes.empty()) {
     origin = ts.nodes.back().origin;
   }
@@ -208,16 +216,22 @@ std::unique_ptr<at::ObserverContext> OnOpEnter(const at::RecordFunction& fn) {
   return Guarded(fn, ts, [&] { return EnterOp(fn, ts, depth); });
 }
 
-void ExitOp(const at::RecordFunction& fn, at::ObserverContext* ctx_base, ThreadState& ts) {
+void ExitOp(const at::RecordFunction& fn, at::ObserverContext* ctx_base, ThreadState& ts,
+            uint32_t depth) {
   Recorder* recorder = g_recorder.load(std::memory_order_acquire);
   if (recorder == nullptr || ts.busy) return;
   const OpInfo& info = LookupOpInfo(fn);
   TrackResults(info, fn.outputs());
+  if (depth == 0 && ts.nodes.empty() && recorder->StepWanted() && !at::in_parallel_region()) {
+    RememberOrigins(ts);
+  }
   if (ctx_base == nullptr) return;
   auto* ctx = static_cast<OpContext*>(ctx_base);
   ts.busy = true;
   ArgBatch batch;
   AppendOutputs(info, fn.outputs(), &batch);
+  std::vector<ArgRecord> outputs = recorder->DigestArgs(batch.args);
+  RememberDigests(batch, outputs);
   OpEvent event;
   event.op = fn.name();
   event.phase = ctx->phase;
@@ -225,8 +239,7 @@ void ExitOp(const at::RecordFunction& fn, at::ObserverContext* ctx_base, ThreadS
   event.module = ctx->module;
   event.call_site = ctx->call_site;
   event.node = ctx->node;
-  event.outputs = std::move(batch.args);
-  recorder->Record(event, std::move(ctx->inputs));
+  recorder->Record(event, std::move(ctx->inputs), std::move(outputs));
   ts.busy = false;
 }
 
@@ -234,7 +247,8 @@ void OnOpExit(const at::RecordFunction& fn, at::ObserverContext* ctx) {
   ThreadState& ts = Tls();
   if (IsEvaluateFunction(fn)) return ExitNode(ts);
   if (ts.depth > 0) --ts.depth;
-  Guarded(fn, ts, [&] { ExitOp(fn, ctx, ts); });
+  const uint32_t depth = ts.depth;
+  Guarded(fn, ts, [&] { ExitOp(fn, ctx, ts, depth); });
 }
 
 std::unique_ptr<at::ObserverContext> OnScopeEnter(const at::RecordFunction& fn) {
@@ -285,6 +299,8 @@ Status Start(const AdapterOptions& options) {
   (void)fork_handler;
   ASSIGN_OR_RETURN(std::unique_ptr<Recorder> recorder, Recorder::Open(options.recorder));
   ConfigureCallSites(options.skip_prefixes, options.cwd);
+  Digests().Clear();  // digests depend on the options (stats on or off)
+  g_origins.Clear();
   g_explicit_steps.store(false);
   g_forward_seen.store(false);
   g_backward_seen.store(false);

@@ -33,6 +33,7 @@ bool OverwritesSelf(std::string_view name) {
 OpInfo Build(const at::RecordFunction& fn) {
   OpInfo info;
   std::string_view name = fn.name();
+  info.name = name;
   info.skip = StartsWith(name, "profiler::");
   info.overwrites_self = OverwritesSelf(name);
   c10::optional<c10::FunctionSchema> schema = fn.operator_schema();
@@ -66,17 +67,19 @@ OpInfo Build(const at::RecordFunction& fn) {
 }  // namespace
 
 const OpInfo& LookupOpInfo(const at::RecordFunction& fn) {
-  thread_local std::unordered_map<std::string, const OpInfo*> local;
+  // Operator names point into their schema and never move, so the name's address finds the
+  // op without hashing the string; the strcmp guards names that live in a RecordFunction.
+  thread_local std::unordered_map<const char*, const OpInfo*> local;
   const char* name = fn.name();
   auto it = local.find(name);
-  if (it != local.end()) return *it->second;
+  if (it != local.end() && it->second->name == name) return *it->second;
 
   static std::mutex mu;
   static auto* shared = new std::unordered_map<std::string, OpInfo>();  // never freed
   std::lock_guard<std::mutex> lock(mu);
   auto shared_it = shared->find(name);
   if (shared_it == shared->end()) shared_it = shared->emplace(name, Build(fn)).first;
-  local.emplace(name, &shared_it->second);
+  local[name] = &shared_it->second;
   return shared_it->second;
 }
 

@@ -17,6 +17,7 @@ namespace upguard::torch_adapter {
 enum class ResultKind : uint8_t { kValue, kView, kUninit };
 
 struct OpInfo {
+  std::string name;
   bool skip = false;  // profiler bookkeeping ops: never recorded
   // Every result is a view and nothing is written: the op never reads its inputs' values, so
   // they are recorded as kAlias (shape only). Digesting them would also read memory that may

@@ -79,9 +79,13 @@ class Recorder::Impl {
     return WriteFileAtomically(options_.run_dir + "/meta.json", run.dump(2) + "\n");
   }
 
+  bool StepWanted() const {
+    return enabled_.load(std::memory_order_relaxed) &&
+           options_.steps.Contains(step_.load(std::memory_order_relaxed));
+  }
+
   bool Wants(std::string_view op, uint32_t depth) const {
-    if (!enabled_.load(std::memory_order_relaxed)) return false;
-    if (!options_.steps.Contains(step_.load(std::memory_order_relaxed))) return false;
+    if (!StepWanted()) return false;
     if (options_.max_depth >= 0 && depth > static_cast<uint32_t>(options_.max_depth)) return false;
     if (options_.ops.empty()) return true;
     for (const std::string& pattern : options_.ops) {
@@ -105,6 +109,12 @@ class Recorder::Impl {
       rec.dtype = arg.tensor.dtype;
       rec.shape.assign(arg.tensor.sizes, arg.tensor.sizes + arg.tensor.ndim);
       if (arg.kind != ArgKind::kTensor) continue;
+      if (arg.known != nullptr) {
+        rec.digest = arg.known->digest;
+        rec.has_stats = arg.known->has_stats && options_.stats;
+        rec.stats = arg.known->stats;
+        continue;
+      }
       StatusOr<TensorDigest> digest = DigestTensor(arg.tensor, digest_options_);
       if (!digest.ok()) {
         Fail(digest.status());
@@ -134,13 +144,13 @@ class Recorder::Impl {
     return records;
   }
 
-  void Record(const OpEvent& op, std::vector<ArgRecord> inputs) {
+  // `outputs` were digested by DigestArgs, names included.
+  void Record(const OpEvent& op, std::vector<ArgRecord> inputs, std::vector<ArgRecord> outputs) {
     OpRecord record;
-    DigestInto(op.outputs, &record.outputs);
     record.inputs = std::move(inputs);
+    record.outputs = std::move(outputs);
     std::lock_guard<std::mutex> lock(mu_);
     if (!writer_ || !enabled_.load()) return;
-    InternNames(op.outputs, &record.outputs);
     record.step = static_cast<uint32_t>(step_.load());
     record.phase = op.phase;
     record.depth = op.depth;
@@ -233,14 +243,21 @@ StatusOr<std::unique_ptr<Recorder>> Recorder::Open(const RecorderOptions& option
   return std::unique_ptr<Recorder>(new Recorder(std::move(impl)));
 }
 
+bool Recorder::StepWanted() const { return impl_->StepWanted(); }
 bool Recorder::Wants(std::string_view op, uint32_t depth) const { return impl_->Wants(op, depth); }
 std::vector<ArgRecord> Recorder::DigestArgs(const std::vector<Arg>& args) {
   return impl_->DigestArgs(args);
 }
 void Recorder::Record(const OpEvent& op, std::vector<ArgRecord> inputs) {
-  impl_->Record(op, std::move(inputs));
+  impl_->Record(op, std::move(inputs), impl_->DigestArgs(op.outputs));
 }
-void Recorder::Record(const OpEvent& op) { impl_->Record(op, impl_->DigestArgs(op.inputs)); }
+void Recorder::Record(const OpEvent& op, std::vector<ArgRecord> inputs,
+                      std::vector<ArgRecord> outputs) {
+  impl_->Record(op, std::move(inputs), std::move(outputs));
+}
+void Recorder::Record(const OpEvent& op) {
+  impl_->Record(op, impl_->DigestArgs(op.inputs), impl_->DigestArgs(op.outputs));
+}
 void Recorder::MarkStep() { impl_->MarkStep(); }
 int64_t Recorder::step() const { return impl_->step(); }
 bool Recorder::enabled() const { return impl_->enabled(); }

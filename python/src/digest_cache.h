@@ -1,0 +1,57 @@
+// Digests of tensors already hashed, so the same bytes are not hashed twice: most op inputs
+// are outputs of earlier ops (activations) or parameters hashed at their last update.
+//
+// An entry is keyed by what fixes a tensor's values: its storage, offset, dtype, sizes,
+// strides and the storage's version counter. It is dropped when any op writes the storage
+// (an in-place op, an out= op, a write through `.data`, which has its own version counter),
+// and it pins the storage's address with a weak reference so a freed storage's address cannot
+// be reused by a new tensor while the entry lives. Memory written behind PyTorch's back
+// (numpy writing into a from_numpy tensor's buffer in place) is not seen: such a change shows
+// up at the consuming op's output instead of its input.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "digest/digest.h"
+
+namespace upguard::torch_adapter {
+
+class DigestCache {
+ public:
+  std::optional<TensorDigest> Find(const at::Tensor& tensor);
+  void Put(const at::Tensor& tensor, const TensorDigest& digest);
+  // An op wrote `tensor`'s storage: forget every entry on it.
+  void Invalidate(const at::Tensor& tensor);
+  // Drops entries whose storage was freed; clears all beyond a size bound.
+  void Trim();
+  void Clear();
+
+ private:
+  struct Entry {
+    explicit Entry(c10::weak_intrusive_ptr<c10::StorageImpl> storage_ref)
+        : storage(std::move(storage_ref)) {}
+
+    c10::weak_intrusive_ptr<c10::StorageImpl> storage;
+    int64_t offset = 0;
+    c10::ScalarType dtype = c10::ScalarType::Undefined;
+    uint32_t version = 0;
+    std::vector<int64_t> sizes;
+    std::vector<int64_t> strides;
+    TensorDigest digest;
+
+    bool Matches(const at::Tensor& tensor) const;
+  };
+
+  std::mutex mu_;
+  std::unordered_map<const c10::StorageImpl*, std::vector<Entry>> by_storage_;
+  size_t entries_ = 0;
+};
+
+DigestCache& Digests();
+
+}  // namespace upguard::torch_adapter
