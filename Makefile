@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 RELEASE := build/release
 DEBUG := build/debug
 
-.PHONY: all deps build build-debug demo test test-unit test-e2e test-debug clean
+.PHONY: all deps build build-debug demo test test-unit test-e2e test-debug bench clean
 
 all: build
 
@@ -34,6 +34,10 @@ test-debug: build-debug
 	ctest --preset debug -j $(JOBS)
 
 test: test-unit test-e2e test-debug
+
+# Benchmarks with side-by-side ratios; writes BENCHMARKS.md.
+bench: build
+	$(PYTHON) bench/run_all.py --build $(RELEASE)
 
 clean:
 	rm -rf build
