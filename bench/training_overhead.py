@@ -7,6 +7,8 @@ the untraced median measured in the same rounds:
   untraced          plain PyTorch
   digests           upguard, digest of every op's inputs and outputs (stats off)
   digests+stats     upguard, digests + min/max/mean/L2/NaN/Inf counts (the default)
+  top-level         upguard, digests + stats, only ops called from user code (--max-depth 0),
+                    about the op granularity the two baselines see
   baseline A        a pure-Python TorchDispatchMode that hashes every output's bytes (blake2b)
   baseline B        a Python statistics dumper in the style of msprobe: per-op min/max/mean/
                     norm of every floating output, computed with torch ops
@@ -95,13 +97,16 @@ def measure(name: str, layers: int, width: int, block: int, batch: int, steps_pe
     steps = make_trainer(layers, width, block, batch)
     steps(1)  # warm up
     times: Dict[str, List[float]] = {k: [] for k in
-                                     ("untraced", "digests", "digests+stats", "A", "B")}
+                                     ("untraced", "digests", "digests+stats", "top-level", "A",
+                                      "B")}
     facts: Dict[str, Dict] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for repeat in range(repeats):
             times["untraced"].append(steps(steps_per_block))
-            for config, stats in (("digests", False), ("digests+stats", True)):
-                with upguard.record(os.path.join(tmp, f"{config}{repeat}"), stats=stats) as rec:
+            for config, stats, depth in (("digests", False, None), ("digests+stats", True, None),
+                                         ("top-level", True, 0)):
+                with upguard.record(os.path.join(tmp, f"{config}{repeat}"), stats=stats,
+                                    max_depth=depth) as rec:
                     times[config].append(steps(steps_per_block))
                 facts[config] = {"ops": rec.ops_recorded / steps_per_block,
                                  "bytes": os.path.getsize(rec.trace_path) / steps_per_block}
@@ -123,6 +128,7 @@ def measure(name: str, layers: int, width: int, block: int, batch: int, steps_pe
 def table(rows: List[Dict]) -> str:
     labels = {"untraced": "untraced", "digests": "upguard digests",
               "digests+stats": "upguard digests + stats",
+              "top-level": "upguard digests + stats, top-level ops only",
               "A": "baseline A: Python dispatch mode hashing outputs",
               "B": "baseline B: Python per-op statistics (msprobe-style)"}
     out = ["| model | configuration | step (ms) | ratio to untraced | ops/step | trace bytes/step | bytes/op |",
