@@ -121,3 +121,32 @@ def test_a_program_that_never_imports_torch_is_reported(tmp_path):
     result = upguard("record", "-o", tmp_path / "run", "--", PYTHON, "-c", "print('hi')")
     assert result.returncode == 2
     assert "recorded nothing" in result.stderr
+
+
+def test_digest_cache_sees_every_write(tmp_path):
+    """Digests are reused only while a tensor's storage is unwritten: an in-place op, a write
+    through .data (its own version counter), and an out= op must all show new values."""
+    result = run_script(tmp_path, """
+        import torch, upguard
+        x = torch.ones(64)
+        out = torch.empty(64)
+        with upguard.record("run", max_depth=0):
+            torch.mul(x, 2)            # x hashed, cached
+            torch.mul(x, 2)            # cache hit: same digest
+            x.add_(1)                  # in-place
+            torch.mul(x, 2)
+            x.data.mul_(3)             # through .data
+            torch.mul(x, 2)
+            torch.add(x, 1, out=x)     # out= into x itself
+            torch.mul(x, 2)
+            torch.add(x.view(8, 8), 0, out=out.view(8, 8))  # writes out's storage via a view
+            torch.mul(out, 2)
+        """)
+    assert result.returncode == 0, result.stderr
+    ops = show_json(tmp_path / "run")["steps"][0]["ops"]
+    muls = [op for op in ops if op["op"] == "aten::mul"]
+    x_digests = [op["inputs"][0]["digest"] for op in muls[:5]]
+    assert x_digests[0] == x_digests[1]
+    assert len(set(x_digests[1:])) == 4, x_digests
+    # The last mul reads `out`, written through a view: its digest is that of x + 0 as [64].
+    assert muls[5]["inputs"][0]["digest"] == muls[4]["inputs"][0]["digest"]
