@@ -63,10 +63,9 @@ void ProcessChunks(const ChunkSource& source, StridedReader* reader, uint64_t be
     } else {
       bytes = source.data + offset;
     }
-    const XXH128_hash_t hash = XXH3_128bits(bytes, size);
     ChunkStats chunk_stats;
     if (source.stats) chunk_stats = ComputeChunkStats(source.dtype, bytes, size);
-    sink(chunk_idx, Digest128{hash.high64, hash.low64}, chunk_stats);
+    sink(chunk_idx, HashChunk(bytes, size), chunk_stats);
   }
 }
 
@@ -183,10 +182,7 @@ StatusOr<Digest128> ParseDigestHex(std::string_view hex) {
   return Digest128{words[0], words[1]};
 }
 
-Digest128 DigestBytes(const void* data, size_t size) {
-  const XXH128_hash_t hash = XXH3_128bits(data, size);
-  return Digest128{hash.high64, hash.low64};
-}
+Digest128 DigestBytes(const void* data, size_t size) { return HashChunk(data, size); }
 
 StatusOr<Digest128> DigestFromLeaves(DType dtype, const int64_t* sizes, int ndim,
                                      const Digest128* leaves, size_t num_leaves) {

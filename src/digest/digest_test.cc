@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "digest/digest_test_util.h"
+#include "digest/root.h"
 
 namespace upguard {
 namespace {
@@ -55,6 +56,27 @@ TEST(DigestTest, DigestBytesIsPlainXxh3) {
   EXPECT_EQ(DigestBytes(text, 7), (Digest128{expected.high64, expected.low64}));
   const XXH128_hash_t empty = XXH3_128bits(nullptr, 0);
   EXPECT_EQ(DigestBytes(nullptr, 0), (Digest128{empty.high64, empty.low64}));
+}
+
+// Leaves go through xxHash's run-time dispatch (SSE2, AVX2 or AVX-512 on this CPU): the same
+// hash as the generic XXH3_128bits at every length class XXH3 distinguishes.
+TEST(DigestTest, DispatchedLeafHashIsPlainXxh3) {
+  std::vector<uint8_t> bytes(kDigestChunkBytes + 7);
+  uint64_t state = 1;
+  for (uint8_t& byte : bytes) {
+    state = state * 6364136223846793005u + 1442695040888963407u;
+    byte = static_cast<uint8_t>(state >> 56);
+  }
+  std::vector<size_t> sizes = {1000, 1024, 4095, 4096, 65535, 65536};
+  for (size_t size = 0; size <= 300; ++size) sizes.push_back(size);
+  for (const size_t size : sizes) {
+    for (const size_t misalign : {size_t{0}, size_t{3}}) {
+      const XXH128_hash_t expected = XXH3_128bits(bytes.data() + misalign, size);
+      EXPECT_EQ(HashChunk(bytes.data() + misalign, size),
+                (Digest128{expected.high64, expected.low64}))
+          << "size " << size << " misalign " << misalign;
+    }
+  }
 }
 
 TEST(DigestTest, OrderAware) {

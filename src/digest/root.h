@@ -35,6 +35,13 @@ struct TensorLayout {
 // the layout. `caller` starts the error message, e.g. "DigestTensor".
 StatusOr<TensorLayout> CheckShape(const char* caller, DType dtype, const int64_t* sizes, int ndim);
 
+// XXH3-128 (seed 0) of `size` bytes: a leaf (digest.md §5.1) or DigestBytes. Uses xxHash's
+// run-time dispatch (SSE2, AVX2 or AVX-512) when the library has it; every path gives the same
+// hash by XXH3's definition.
+Digest128 HashChunk(const void* data, size_t size);
+// Which XXH3 HashChunk calls, for benchmark reports.
+const char* HashChunkImplementation();
+
 class RootHasher {
  public:
   // Starts the message with the header. Precondition: CheckShape accepted the arguments.
