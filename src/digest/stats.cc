@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "digest/half.h"
+#include "digest/stats_fast.h"
 
 namespace upguard {
 namespace {
@@ -29,12 +30,10 @@ inline T LoadAs(const uint8_t* p) {
   return value;
 }
 
-// Each loader turns one element (One) or two consecutive ones (Two) into binary64.
+// Each loader turns one element (One), or for float64 two consecutive ones (Two), into binary64.
 struct LoadFloat32 {
   static constexpr size_t kSize = 4;
-  using Floats = float __attribute__((vector_size(8)));
   static double One(const uint8_t* p) { return LoadAs<float>(p); }
-  static Pair Two(const uint8_t* p) { return __builtin_convertvector(LoadAs<Floats>(p), Pair); }
 };
 struct LoadFloat64 {
   static constexpr size_t kSize = 8;
@@ -44,12 +43,10 @@ struct LoadFloat64 {
 struct LoadFloat16 {
   static constexpr size_t kSize = 2;
   static double One(const uint8_t* p) { return Float16ToDouble(LoadAs<uint16_t>(p)); }
-  static Pair Two(const uint8_t* p) { return Pair{One(p), One(p + kSize)}; }
 };
 struct LoadBFloat16 {
   static constexpr size_t kSize = 2;
   static double One(const uint8_t* p) { return BFloat16ToDouble(LoadAs<uint16_t>(p)); }
-  static Pair Two(const uint8_t* p) { return Pair{One(p), One(p + kSize)}; }
 };
 
 inline double TreeSum(const double (&lanes)[kLanes]) {
@@ -97,9 +94,9 @@ bool HasZero(const uint8_t* bytes, size_t num_elements, bool negative) {
   return false;
 }
 
-// The common case, fast: the same lanes with no per-element tests, assuming every value is
-// finite. A NaN or +-Inf leaves its lane's sum of squares non-finite for good, so checking the
-// lanes at the end proves the assumption; false means "use ExactChunk" (so does a sum of
+// The common case for float64, fast: the same lanes with no per-element tests, assuming every
+// value is finite. A NaN or +-Inf leaves its lane's sum of squares non-finite for good, so checking
+// the lanes at the end proves the assumption; false means "use ExactChunk" (so does a sum of
 // squares that overflowed, harmlessly). Plain min/max may pick either zero; a zero min or max
 // gets its sign from a rescan.
 template <typename Load>
@@ -147,28 +144,29 @@ bool FastChunk(const uint8_t* bytes, size_t num_elements, ChunkStats* out) {
   return true;
 }
 
-template <typename Load>
-ChunkStats Accumulate(const uint8_t* bytes, size_t num_elements) {
-  ChunkStats out;
-  if (FastChunk<Load>(bytes, num_elements, &out)) return out;
-  return ExactChunk<Load>(bytes, num_elements);
-}
-
 }  // namespace
 
-ChunkStats ComputeChunkStats(DType dtype, const uint8_t* bytes, size_t num_bytes) {
+// float64 takes FastChunk above; float32, float16 and bfloat16 the kernels of stats_fast.h.
+ChunkStats ComputeChunkStats(DType dtype, const uint8_t* bytes, size_t num_bytes,
+                             const uint8_t* next, size_t next_bytes) {
+  UPGUARD_CHECK(DTypeIsFloating(dtype) && "ComputeChunkStats needs a floating dtype");
+  ChunkStats out;
+  if (dtype == DType::kFloat64) {
+    if (FastChunk<LoadFloat64>(bytes, num_bytes / 8, &out)) return out;
+    return ExactChunk<LoadFloat64>(bytes, num_bytes / 8);
+  }
+  const size_t num_elements = num_bytes / DTypeSize(dtype);
+  if (internal::FastChunkStats(internal::BestStatsIsa(), dtype, bytes, num_elements, &out, next,
+                               next_bytes)) {
+    return out;
+  }
   switch (dtype) {
     case DType::kFloat32:
-      return Accumulate<LoadFloat32>(bytes, num_bytes / 4);
-    case DType::kFloat64:
-      return Accumulate<LoadFloat64>(bytes, num_bytes / 8);
+      return ExactChunk<LoadFloat32>(bytes, num_elements);
     case DType::kFloat16:
-      return Accumulate<LoadFloat16>(bytes, num_bytes / 2);
-    case DType::kBFloat16:
-      return Accumulate<LoadBFloat16>(bytes, num_bytes / 2);
+      return ExactChunk<LoadFloat16>(bytes, num_elements);
     default:
-      UPGUARD_CHECK(false && "ComputeChunkStats needs a floating dtype");
-      return {};
+      return ExactChunk<LoadBFloat16>(bytes, num_elements);
   }
 }
 

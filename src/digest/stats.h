@@ -31,8 +31,12 @@ struct ChunkStats {
 };
 
 // Precondition: DTypeIsFloating(dtype); num_bytes is a multiple of DTypeSize(dtype) and at most
-// kDigestChunkBytes. `bytes` need not be aligned.
-ChunkStats ComputeChunkStats(DType dtype, const uint8_t* bytes, size_t num_bytes);
+// kDigestChunkBytes. `bytes` need not be aligned. `next`, when not null, holds `next_bytes`
+// bytes the caller reads after this chunk (the next chunk of a contiguous tensor): they are
+// prefetched as the chunk is summed, so that fetching them from memory overlaps this chunk's
+// statistics and hash (float32, float16 and bfloat16).
+ChunkStats ComputeChunkStats(DType dtype, const uint8_t* bytes, size_t num_bytes,
+                             const uint8_t* next = nullptr, size_t next_bytes = 0);
 
 // Folds chunk partials in the order they are added.
 class StatsAccumulator {

@@ -1,0 +1,176 @@
+// The baseline statistics kernel (stats_fast.h) and the choice of kernel.
+#include "digest/stats_fast.h"
+
+#include <cstdlib>
+#include <string_view>
+#include <type_traits>
+
+#include "digest/stats_kernel.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace upguard::internal {
+namespace {
+
+using kernel::Finish;
+using kernel::kLanes;
+using kernel::Lanes;
+using kernel::LoadBFloat16;
+using kernel::LoadFloat16;
+using kernel::LoadFloat32;
+
+// The baseline kernel, in GCC/Clang vector extensions of the build's own 16-byte vectors (SSE2
+// on x86-64, NEON on AArch64): each operation is the lane-wise IEEE operation, so pairs of
+// lanes compute exactly the spec's scalar lanes. min and max are taken on OrderKey keys.
+using F64x2 = double __attribute__((vector_size(16)));
+using F32x4 = float __attribute__((vector_size(16)));
+using I32x4 = int32_t __attribute__((vector_size(16)));
+using U32x4 = uint32_t __attribute__((vector_size(16)));
+using U16x4 = uint16_t __attribute__((vector_size(8)));
+
+// Four consecutive elements as binary32 bit patterns. float16 goes by cases on the exponent:
+// normal values rebias it (15 -> 127), Inf and NaN keep an all-ones one, zeros and subnormals
+// are fraction * 2^-24 (an exact conversion and an exact scaling to a normal binary32).
+template <typename Load>
+UPGUARD_ALWAYS_INLINE I32x4 Bits4(const uint8_t* p) {
+  I32x4 bits;
+  if constexpr (std::is_same_v<Load, LoadFloat32>) {
+    std::memcpy(&bits, p, sizeof(bits));
+    return bits;
+  }
+  U16x4 raw;
+  std::memcpy(&raw, p, sizeof(raw));
+#if defined(__SSE2__)  // GCC widens U16x4 element by element
+  const auto half = reinterpret_cast<U32x4>(_mm_unpacklo_epi16(
+      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)), _mm_setzero_si128()));
+#else
+  const U32x4 half = __builtin_convertvector(raw, U32x4);
+#endif
+  if constexpr (std::is_same_v<Load, LoadBFloat16>) return reinterpret_cast<I32x4>(half << 16);
+  const U32x4 exponent = half & 0x7C00;
+  const U32x4 fraction = half & 0x3FF;
+  const U32x4 normal = ((half & 0x7FFF) << 13) + ((127 - 15) << 23);
+  const U32x4 special = (fraction << 13) | 0x7F800000;
+  const F32x4 small = __builtin_convertvector(reinterpret_cast<I32x4>(fraction), F32x4) * 0x1p-24f;
+  const U32x4 magnitude = exponent == 0x7C00 ? special
+                          : exponent == 0    ? reinterpret_cast<U32x4>(small)
+                                             : normal;
+  return reinterpret_cast<I32x4>(((half & 0x8000) << 16) | magnitude);
+}
+
+// Both halves of four binary32 values as binary64.
+UPGUARD_ALWAYS_INLINE void Widen(F32x4 values, F64x2* low, F64x2* high) {
+#if defined(__SSE2__)  // GCC converts a two-float vector element by element
+  *low = _mm_cvtps_pd(values);
+  *high = _mm_cvtps_pd(_mm_movehl_ps(values, values));
+#else
+  *low = __builtin_convertvector(__builtin_shufflevector(values, values, 0, 1), F64x2);
+  *high = __builtin_convertvector(__builtin_shufflevector(values, values, 2, 3), F64x2);
+#endif
+}
+
+template <typename Load>
+UPGUARD_ALWAYS_INLINE bool BaselineKernel(const uint8_t* bytes, size_t num_elements,
+                                          ChunkStats* out, kernel::Prefetch prefetch) {
+  F64x2 sum[kLanes / 2] = {}, sumsq[kLanes / 2] = {};
+  I32x4 min_key = I32x4{} + std::numeric_limits<int32_t>::max();
+  I32x4 max_key = I32x4{} + std::numeric_limits<int32_t>::min();
+  const size_t full = num_elements - num_elements % kLanes;
+  for (size_t block = 0; block < full; block += kLanes) {
+    kernel::PrefetchAt(prefetch, block * Load::kSize);
+#pragma GCC unroll 2
+    for (int half = 0; half < 2; ++half) {  // elements 4*half .. 4*half+3 of the block
+      const I32x4 bits = Bits4<Load>(bytes + (block + 4 * half) * Load::kSize);
+      F64x2 low, high;
+      Widen(reinterpret_cast<F32x4>(bits), &low, &high);
+      sum[2 * half] += low;
+      sumsq[2 * half] += low * low;
+      sum[2 * half + 1] += high;
+      sumsq[2 * half + 1] += high * high;
+      const I32x4 key = bits ^ ((bits >> 31) & 0x7FFFFFFF);
+      min_key = key < min_key ? key : min_key;
+      max_key = key > max_key ? key : max_key;
+    }
+  }
+  Lanes lanes;
+  for (int lane = 0; lane < kLanes; ++lane) {
+    lanes.sum[lane] = sum[lane / 2][lane % 2];
+    lanes.sumsq[lane] = sumsq[lane / 2][lane % 2];
+  }
+  for (int lane = 0; lane < 4; ++lane) {
+    lanes.min_key = std::min(lanes.min_key, min_key[lane]);
+    lanes.max_key = std::max(lanes.max_key, max_key[lane]);
+  }
+  return Finish<Load>(bytes, full, num_elements, &lanes, out);
+}
+
+bool FastChunkBaseline(DType dtype, const uint8_t* bytes, size_t num_elements, ChunkStats* out,
+                       kernel::Prefetch prefetch) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return BaselineKernel<LoadFloat32>(bytes, num_elements, out, prefetch);
+    case DType::kBFloat16:
+      return BaselineKernel<LoadBFloat16>(bytes, num_elements, out, prefetch);
+    default:
+      return BaselineKernel<LoadFloat16>(bytes, num_elements, out, prefetch);
+  }
+}
+
+}  // namespace
+
+bool StatsIsaAvailable(StatsIsa isa) {
+  switch (isa) {
+    case StatsIsa::kBaseline:
+      return true;
+#if defined(__x86_64__)
+    case StatsIsa::kAvx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    case StatsIsa::kAvx512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+#endif
+    default:
+      return false;
+  }
+}
+
+const char* StatsIsaName(StatsIsa isa) {
+  switch (isa) {
+    case StatsIsa::kAvx2:
+      return "avx2";
+    case StatsIsa::kAvx512:
+      return "avx512";
+    default:
+      return "baseline";
+  }
+}
+
+StatsIsa BestStatsIsa() {
+  static const StatsIsa best = [] {
+    const char* cap = std::getenv("UPGUARD_DIGEST_ISA");
+    bool skipping = cap != nullptr;  // until the named kernel
+    for (const StatsIsa isa : {StatsIsa::kAvx512, StatsIsa::kAvx2}) {
+      skipping = skipping && std::string_view(cap) != StatsIsaName(isa);
+      if (!skipping && StatsIsaAvailable(isa)) return isa;
+    }
+    return StatsIsa::kBaseline;
+  }();
+  return best;
+}
+
+bool FastChunkStats(StatsIsa isa, DType dtype, const uint8_t* bytes, size_t num_elements,
+                    ChunkStats* out, const uint8_t* next, size_t next_bytes) {
+  const kernel::Prefetch prefetch{next, next != nullptr ? next_bytes : 0};
+#if defined(__x86_64__)
+  if (isa == StatsIsa::kAvx512) {
+    return kernel::FastChunkAvx512(dtype, bytes, num_elements, out, prefetch);
+  }
+  if (isa == StatsIsa::kAvx2) {
+    return kernel::FastChunkAvx2(dtype, bytes, num_elements, out, prefetch);
+  }
+#endif
+  return FastChunkBaseline(dtype, bytes, num_elements, out, prefetch);
+}
+
+}  // namespace upguard::internal

@@ -1,0 +1,161 @@
+// Every statistics kernel this CPU can run gives bitwise the result of the spec's definition
+// (the reference of digest_test_util.h), and reports exactly the chunks that hold a NaN or an
+// infinity (STYLE.md habit 4). Kernels this CPU lacks are skipped, so a CI machine checks what
+// it can run; UPGUARD_DIGEST_ISA does not affect these tests.
+#include "digest/stats_fast.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "digest/digest_test_util.h"
+#include "digest/digest_vectors.h"
+
+namespace upguard::internal {
+namespace {
+
+using testing::StatsBitEqual;
+using testing::StatsText;
+
+std::vector<StatsIsa> AvailableIsas() {
+  std::vector<StatsIsa> isas;
+  for (const StatsIsa isa : {StatsIsa::kBaseline, StatsIsa::kAvx2, StatsIsa::kAvx512}) {
+    if (StatsIsaAvailable(isa)) isas.push_back(isa);
+  }
+  return isas;
+}
+
+TensorStats Finished(const ChunkStats& chunk) {
+  StatsAccumulator total;
+  total.Add(chunk);
+  return total.Finish();
+}
+
+// Runs every kernel on the first `num_elements` values of `bytes` and compares with the
+// reference: bitwise equal statistics when all are finite, "not finite" otherwise.
+void ExpectAllKernelsExact(DType dtype, const std::vector<uint8_t>& bytes, size_t num_elements,
+                           const std::string& what) {
+  const std::vector<uint8_t> chunk(bytes.begin(), bytes.begin() + num_elements * DTypeSize(dtype));
+  const TensorStats want = testing::ReferenceStats(dtype, chunk);
+  const bool finite = want.finite_count == num_elements;
+  for (const StatsIsa isa : AvailableIsas()) {
+    ChunkStats out;
+    const bool ok = FastChunkStats(isa, dtype, chunk.data(), num_elements, &out);
+    EXPECT_EQ(ok, finite) << what << " " << StatsIsaName(isa);
+    if (!ok || !finite) continue;
+    const TensorStats got = Finished(out);
+    EXPECT_TRUE(StatsBitEqual(got, want)) << what << " " << StatsIsaName(isa) << "\n got "
+                                          << StatsText(got) << "\nwant " << StatsText(want);
+  }
+}
+
+std::vector<uint8_t> Pattern(DType dtype, uint64_t numel, const char* pattern) {
+  StatusOr<std::vector<uint8_t>> bytes = GeneratePattern(dtype, numel, pattern);
+  EXPECT_TRUE(bytes.ok()) << bytes.status().ToString();
+  return bytes.ok() ? *bytes : std::vector<uint8_t>();
+}
+
+// Lengths around every step width (8, 16, 32 elements) and a whole chunk.
+TEST(DigestStatsKernelTest, EveryKernelMatchesTheDefinition) {
+  for (const DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    const size_t per_chunk = kDigestChunkBytes / DTypeSize(dtype);
+    for (const char* pattern : {"lcg:1", "lcg:77", "special", "iota"}) {
+      const std::vector<uint8_t> bytes = Pattern(dtype, per_chunk, pattern);
+      for (const size_t numel :
+           {size_t{0}, size_t{1}, size_t{7}, size_t{8}, size_t{15}, size_t{16}, size_t{17},
+            size_t{31}, size_t{32}, size_t{33}, size_t{100}, per_chunk - 1, per_chunk}) {
+        ExpectAllKernelsExact(
+            dtype, bytes, numel,
+            std::string(DTypeName(dtype)) + " " + pattern + " numel " + std::to_string(numel));
+      }
+    }
+  }
+}
+
+// Every finite float16 and bfloat16 bit pattern (conversions, subnormals, both zeros, the
+// extremes), in two orders so that min and max move both ways.
+TEST(DigestStatsKernelTest, EveryFiniteHalfWidthValue) {
+  for (const DType dtype : {DType::kFloat16, DType::kBFloat16}) {
+    const uint16_t exponent_mask = dtype == DType::kFloat16 ? 0x7C00 : 0x7F80;
+    std::vector<uint16_t> values;
+    for (uint32_t bits = 0; bits <= 0xFFFF; ++bits) {
+      if ((bits & exponent_mask) != exponent_mask) values.push_back(static_cast<uint16_t>(bits));
+    }
+    for (const bool reversed : {false, true}) {
+      std::vector<uint16_t> ordered = values;
+      if (reversed) std::reverse(ordered.begin(), ordered.end());
+      std::vector<uint8_t> bytes(ordered.size() * 2);
+      std::memcpy(bytes.data(), ordered.data(), bytes.size());
+      const size_t per_chunk = kDigestChunkBytes / 2;
+      const std::string what = std::string(DTypeName(dtype)) + (reversed ? " reversed" : "");
+      ExpectAllKernelsExact(dtype, bytes, per_chunk, what);
+      // The rest (fewer than a chunk), and a chunk that straddles the sign change.
+      ExpectAllKernelsExact(dtype,
+                            std::vector<uint8_t>(bytes.begin() + kDigestChunkBytes, bytes.end()),
+                            values.size() - per_chunk, what + " rest");
+      ExpectAllKernelsExact(dtype,
+                            std::vector<uint8_t>(bytes.begin() + bytes.size() / 4, bytes.end()),
+                            per_chunk, what + " straddle");
+    }
+  }
+}
+
+// Extremes of raw bits: all negative, all positive, only zeros of either sign, one -0.0 among
+// positives, values of one sign with the other sign's zero.
+TEST(DigestStatsKernelTest, MinimumAndMaximumByCase) {
+  const std::vector<std::vector<float>> cases = {
+      {-1.0f, -2.0f, -0.5f, -3.0f},
+      {1.0f, 2.0f, 0.5f, 3.0f},
+      {0.0f, 0.0f},
+      {-0.0f, -0.0f},
+      {0.0f, -0.0f},
+      {5.0f, -0.0f, 1.0f},
+      {-5.0f, 0.0f, -1.0f},
+      {-1e-45f, 1e-45f},  // least subnormals
+      {3.4028235e38f, -3.4028235e38f},
+  };
+  for (size_t case_idx = 0; case_idx < cases.size(); ++case_idx) {
+    for (const size_t numel : {size_t{5}, size_t{40}, size_t{1000}}) {
+      // The case's values repeated to numel: in the vector steps and in the scalar tail.
+      std::vector<float> values(numel);
+      for (size_t elem_idx = 0; elem_idx < numel; ++elem_idx) {
+        values[elem_idx] = cases[case_idx][elem_idx % cases[case_idx].size()];
+      }
+      std::vector<uint8_t> bytes(values.size() * 4);
+      std::memcpy(bytes.data(), values.data(), bytes.size());
+      ExpectAllKernelsExact(DType::kFloat32, bytes, numel,
+                            "case " + std::to_string(case_idx) + " numel " + std::to_string(numel));
+      std::vector<uint8_t> halves(numel * 2);  // the same as bfloat16: the high halves
+      for (size_t elem_idx = 0; elem_idx < numel; ++elem_idx) {
+        std::memcpy(&halves[elem_idx * 2], &bytes[elem_idx * 4 + 2], 2);
+      }
+      ExpectAllKernelsExact(DType::kBFloat16, halves, numel,
+                            "bf16 case " + std::to_string(case_idx));
+    }
+  }
+}
+
+// One NaN or infinity anywhere: in the first step, mid-chunk, or in the scalar tail.
+TEST(DigestStatsKernelTest, NonFiniteAnywhereIsReported) {
+  for (const DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    const size_t elem_size = DTypeSize(dtype);
+    const size_t numel = kDigestChunkBytes / elem_size - 3;  // with a tail
+    const std::vector<uint8_t> bytes = Pattern(dtype, numel, "lcg:5");
+    const std::vector<uint8_t> special = Pattern(dtype, 7, "special");  // +Inf, -Inf, NaN at 4..6
+    for (const size_t position : {size_t{0}, size_t{9}, size_t{5000}, numel - 1}) {
+      for (size_t which = 4; which <= 6; ++which) {
+        std::vector<uint8_t> with_bad = bytes;
+        std::memcpy(&with_bad[position * elem_size], &special[which * elem_size], elem_size);
+        ExpectAllKernelsExact(dtype, with_bad, numel,
+                              std::string(DTypeName(dtype)) + " special " + std::to_string(which) +
+                                  " at " + std::to_string(position));
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace upguard::internal
