@@ -24,8 +24,10 @@
 namespace upguard {
 namespace {
 
-// Below this many chunks per worker, starting a thread costs more than it saves.
-constexpr uint64_t kMinChunksPerWorker = 8;
+// Below this many chunks (2 MiB) per worker, starting a thread costs more than it saves:
+// std::thread start and join take 20-60 us here, about what one core needs to digest 1 MiB of
+// float32 with statistics (digest_benchmark: 2 threads on 1 MiB ran 2x slower than 1).
+constexpr uint64_t kMinChunksPerWorker = 32;
 
 // Everything a worker needs to produce the leaves and partials of a range of chunks.
 struct ChunkSource {
@@ -35,37 +37,64 @@ struct ChunkSource {
   bool stats;
 };
 
+// A strided tensor is gathered a batch of chunks at a time, which lets a transposed gather use
+// each cache line for up to 32 rows of float32 (StridedReader); 8 chunks (512 KiB per thread)
+// measured 1.35x faster than 4 for large transposed tensors. Statistics of the batch's chunks
+// come first, then their leaves, hashed while the batch is still in the L2 cache.
+constexpr uint64_t kBatchChunks = 8;
+
 uint8_t* ThreadGatherBuffer() {
   thread_local std::unique_ptr<uint8_t[]> buffer;
-  if (!buffer) buffer.reset(new uint8_t[kDigestChunkBytes]);
+  if (!buffer) buffer.reset(new uint8_t[kBatchChunks * kDigestChunkBytes]);
   return buffer.get();
 }
 
 // Calls sink(chunk_idx, leaf, chunk_stats) for chunks [begin, end) in order. With a reader the
-// chunks are gathered through it (it is moved to `begin` first); without one they are read in
-// place from source.data.
+// chunks are gathered through it (it is moved to `begin` first), a batch at a time; without one
+// they are read in place one at a time, and the statistics of each prefetch the next, so that
+// fetching it from memory overlaps this chunk's statistics and hash (1.35x faster at 64 MiB
+// than summing and hashing a batch of chunks without prefetches, measured).
 template <typename Sink>
 void ProcessChunks(const ChunkSource& source, StridedReader* reader, uint64_t begin, uint64_t end,
                    Sink sink) {
   const size_t elem_size = source.layout.elem_size;
+  const uint64_t byte_end = std::min(end * kDigestChunkBytes, source.layout.byte_length);
   uint8_t* buffer = nullptr;
+  uint64_t batch_chunks = 1;
   if (reader != nullptr) {
     reader->Seek(begin * (kDigestChunkBytes / elem_size));
     buffer = ThreadGatherBuffer();
+    batch_chunks = kBatchChunks;
   }
-  for (uint64_t chunk_idx = begin; chunk_idx < end; ++chunk_idx) {
-    const uint64_t offset = chunk_idx * kDigestChunkBytes;
-    const size_t size = static_cast<size_t>(
-        std::min<uint64_t>(kDigestChunkBytes, source.layout.byte_length - offset));
+  ChunkStats batch_stats[kBatchChunks];
+  for (uint64_t batch_begin = begin; batch_begin < end; batch_begin += batch_chunks) {
+    const uint64_t offset = batch_begin * kDigestChunkBytes;
+    const auto size = static_cast<size_t>(
+        std::min(byte_end, (batch_begin + batch_chunks) * kDigestChunkBytes) - offset);
     const uint8_t* bytes = buffer;
+    const uint8_t* next = nullptr;  // what to prefetch
     if (reader != nullptr) {
       reader->Read(size / elem_size, buffer);
     } else {
       bytes = source.data + offset;
+      next = bytes + size;
     }
-    ChunkStats chunk_stats;
-    if (source.stats) chunk_stats = ComputeChunkStats(source.dtype, bytes, size);
-    sink(chunk_idx, HashChunk(bytes, size), chunk_stats);
+    const auto next_bytes =
+        static_cast<size_t>(std::min<uint64_t>(kDigestChunkBytes, byte_end - (offset + size)));
+    for (size_t chunk_offset = 0; source.stats && chunk_offset < size;
+         chunk_offset += kDigestChunkBytes) {
+      const size_t chunk_size = std::min(kDigestChunkBytes, size - chunk_offset);
+      const bool last = chunk_offset + chunk_size == size;
+      batch_stats[chunk_offset / kDigestChunkBytes] =
+          ComputeChunkStats(source.dtype, bytes + chunk_offset, chunk_size, last ? next : nullptr,
+                            last ? next_bytes : 0);
+    }
+    for (size_t chunk_offset = 0; chunk_offset < size; chunk_offset += kDigestChunkBytes) {
+      const size_t batch_idx = chunk_offset / kDigestChunkBytes;
+      sink(batch_begin + batch_idx,
+           HashChunk(bytes + chunk_offset, std::min(kDigestChunkBytes, size - chunk_offset)),
+           batch_stats[batch_idx]);
+    }
   }
 }
 

@@ -6,12 +6,55 @@
 namespace upguard {
 namespace {
 
+constexpr int64_t kTileBytes = 128;  // of one column of a transposed tile
+
 // Copies `count` elements of N bytes spaced `stride` bytes apart. Fixed N lets the compiler turn
 // each memcpy into one load and one store.
 template <size_t N>
 void CopyStrided(const uint8_t* src, int64_t stride, int64_t count, uint8_t* out) {
   for (int64_t elem_idx = 0; elem_idx < count; ++elem_idx) {
     std::memcpy(out + elem_idx * N, src + elem_idx * stride, N);
+  }
+}
+
+// Copies `rows` (at most kTileBytes / N) rows of `row` elements each, where element j of row t
+// is at src + t * N + j * stride: all rows together, a block of kTileBytes / N columns at a
+// time, so that each source cache line (and page) is visited once for every row it holds, where
+// a row-by-row gather would fetch it once per row. A block goes through a small tile: reading a
+// column fills the tile's column, then each tile row is one kTileBytes store to its output row.
+// (Writing each column straight to the output would touch `rows` lines a power of two apart,
+// which share a cache set.) Two cache lines per column rather than one halve the page visits,
+// which dominate for large tensors (measured: about 1.35x at 64 MiB).
+template <size_t N, bool kFull>
+inline void CopyBlock(const uint8_t* src, int64_t stride, int64_t width, int64_t rows,
+                      uint8_t (*tile)[kTileBytes], uint8_t* out, int64_t row) {
+  constexpr int64_t kBlock = kTileBytes / N;
+  if constexpr (kFull) width = rows = kBlock;  // constant trip counts: unrolled copies
+  for (int64_t col_idx = 0; col_idx < width; ++col_idx) {
+    const uint8_t* column = src + col_idx * stride;
+    for (int64_t row_idx = 0; row_idx < rows; ++row_idx) {
+      std::memcpy(&tile[row_idx][col_idx * N], column + row_idx * N, N);
+    }
+  }
+  for (int64_t row_idx = 0; row_idx < rows; ++row_idx) {
+    std::memcpy(out + row_idx * row * static_cast<int64_t>(N), tile[row_idx],
+                static_cast<size_t>(width) * N);
+  }
+}
+
+template <size_t N>
+void CopyTransposed(const uint8_t* src, int64_t stride, int64_t row, int64_t rows, uint8_t* out) {
+  constexpr int64_t kBlock = kTileBytes / N;  // columns per block
+  uint8_t tile[kBlock][kTileBytes];           // [row][column bytes]
+  for (int64_t block_begin = 0; block_begin < row; block_begin += kBlock) {
+    const int64_t width = std::min(kBlock, row - block_begin);
+    const uint8_t* block_src = src + block_begin * stride;
+    uint8_t* block_out = out + block_begin * static_cast<int64_t>(N);
+    if (width == kBlock && rows == kBlock) {
+      CopyBlock<N, true>(block_src, stride, width, rows, tile, block_out, row);
+    } else {
+      CopyBlock<N, false>(block_src, stride, width, rows, tile, block_out, row);
+    }
   }
 }
 
@@ -62,21 +105,58 @@ void StridedReader::Read(uint64_t num_elements, uint8_t* out) {
     return;
   }
   const int inner = ndim_ - 1;
+  const auto elem_size = static_cast<int64_t>(elem_size_);
+  // A transposed pair of innermost dimensions: rows are strided, but the next row's element
+  // sits right after this row's.
+  const bool transposed = ndim_ >= 2 && strides_[inner - 1] == elem_size &&
+                          strides_[inner] != elem_size && strides_[inner] != 0;
   while (num_elements > 0) {
-    const int64_t run =
-        std::min<int64_t>(sizes_[inner] - index_[inner], static_cast<int64_t>(num_elements));
+    const int64_t row = sizes_[inner];
+    if (transposed && index_[inner] == 0) {
+      const int64_t rows = std::min({kTileBytes / elem_size, sizes_[inner - 1] - index_[inner - 1],
+                                     static_cast<int64_t>(num_elements) / row});
+      if (rows >= 2) {
+        CopyTile(data_ + offset_, rows, out);
+        out += rows * row * elem_size;
+        num_elements -= static_cast<uint64_t>(rows * row);
+        index_[inner - 1] += rows;
+        offset_ += rows * strides_[inner - 1];
+        Carry(inner - 1);
+        continue;
+      }
+    }
+    const int64_t run = std::min<int64_t>(row - index_[inner], static_cast<int64_t>(num_elements));
     CopyRun(data_ + offset_, run, out);
-    out += run * static_cast<int64_t>(elem_size_);
+    out += run * elem_size;
     num_elements -= static_cast<uint64_t>(run);
     index_[inner] += run;
     offset_ += run * strides_[inner];
-    // Carry through the odometer: a finished dimension returns to 0 and bumps the next outer.
-    for (int dim_idx = inner; dim_idx > 0 && index_[dim_idx] == sizes_[dim_idx]; --dim_idx) {
-      offset_ -= sizes_[dim_idx] * strides_[dim_idx];
-      index_[dim_idx] = 0;
-      ++index_[dim_idx - 1];
-      offset_ += strides_[dim_idx - 1];
-    }
+    Carry(inner);
+  }
+}
+
+void StridedReader::Carry(int dim_idx) {
+  // A finished dimension returns to 0 and bumps the next outer one.
+  for (; dim_idx > 0 && index_[dim_idx] == sizes_[dim_idx]; --dim_idx) {
+    offset_ -= sizes_[dim_idx] * strides_[dim_idx];
+    index_[dim_idx] = 0;
+    ++index_[dim_idx - 1];
+    offset_ += strides_[dim_idx - 1];
+  }
+}
+
+void StridedReader::CopyTile(const uint8_t* src, int64_t rows, uint8_t* out) const {
+  switch (elem_size_) {
+    case 1:
+      return CopyTransposed<1>(src, strides_[ndim_ - 1], sizes_[ndim_ - 1], rows, out);
+    case 2:
+      return CopyTransposed<2>(src, strides_[ndim_ - 1], sizes_[ndim_ - 1], rows, out);
+    case 4:
+      return CopyTransposed<4>(src, strides_[ndim_ - 1], sizes_[ndim_ - 1], rows, out);
+    case 8:
+      return CopyTransposed<8>(src, strides_[ndim_ - 1], sizes_[ndim_ - 1], rows, out);
+    default:
+      return CopyTransposed<16>(src, strides_[ndim_ - 1], sizes_[ndim_ - 1], rows, out);
   }
 }
 

@@ -13,6 +13,11 @@
 // contiguous tensor becomes one dimension. Reading then walks an index odometer over the
 // remaining dimensions; along the innermost one it copies a whole run at once: memcpy when the
 // run is contiguous, a fixed-size element loop otherwise (zero stride repeats one element).
+// When the two innermost dimensions are transposed (the outer of the pair has the element size
+// as its stride, as in x.t() or x.transpose(-1, -2) of a contiguous tensor) and the read spans
+// several whole rows, those rows are copied together column by column (CopyTile): each source
+// cache line then serves every row it holds, where a row-by-row gather would fetch it once per
+// row, a cache miss (and often a TLB miss) per element.
 #pragma once
 
 #include <cstddef>
@@ -41,6 +46,10 @@ class StridedReader {
 
  private:
   void CopyRun(const uint8_t* src, int64_t count, uint8_t* out) const;
+  // The next `rows` whole rows of a transposed innermost pair, from src (row start, index 0).
+  void CopyTile(const uint8_t* src, int64_t rows, uint8_t* out) const;
+  // Carries a dimension that reached its size into the outer ones.
+  void Carry(int dim_idx);
 
   const uint8_t* data_;
   size_t elem_size_;
