@@ -70,7 +70,21 @@ __attribute__((target("sse4.2"))) uint32_t Crc32cExtendHardware(uint32_t crc, co
     state = _mm_crc32_u64(state, word);
   }
   uint32_t state32 = static_cast<uint32_t>(state);
-  for (; size > 0; --size, ++p) state32 = _mm_crc32_u8(state32, *p);
+  if (size >= 4) {  // the tail in at most three steps: records are short, tails matter
+    uint32_t word;
+    std::memcpy(&word, p, sizeof(word));
+    state32 = _mm_crc32_u32(state32, word);
+    p += 4;
+    size -= 4;
+  }
+  if (size >= 2) {
+    uint16_t half;
+    std::memcpy(&half, p, sizeof(half));
+    state32 = _mm_crc32_u16(state32, half);
+    p += 2;
+    size -= 2;
+  }
+  if (size > 0) state32 = _mm_crc32_u8(state32, *p);
   return ~state32;
 }
 
@@ -90,9 +104,8 @@ bool Crc32cHardwareAvailable() { return false; }
 
 }  // namespace internal
 
-uint32_t Crc32cExtend(uint32_t crc, const void* data, size_t size) {
-  if (internal::Crc32cHardwareAvailable()) return internal::Crc32cExtendHardware(crc, data, size);
-  return internal::Crc32cExtendSoftware(crc, data, size);
+internal::Crc32cFunction internal::Crc32cBest() {
+  return Crc32cHardwareAvailable() ? Crc32cExtendHardware : Crc32cExtendSoftware;
 }
 
 }  // namespace upguard

@@ -13,15 +13,21 @@
 
 namespace upguard {
 
-// Continues a CRC: `crc` is the (finalized) CRC of the bytes before `data`; 0 to start.
-uint32_t Crc32cExtend(uint32_t crc, const void* data, size_t size);
-inline uint32_t Crc32c(const void* data, size_t size) { return Crc32cExtend(0, data, size); }
-
 namespace internal {
 uint32_t Crc32cExtendSoftware(uint32_t crc, const void* data, size_t size);
 // Precondition: Crc32cHardwareAvailable().
 uint32_t Crc32cExtendHardware(uint32_t crc, const void* data, size_t size);
 bool Crc32cHardwareAvailable();
+using Crc32cFunction = uint32_t (*)(uint32_t crc, const void* data, size_t size);
+// The implementation for this CPU, chosen once.
+Crc32cFunction Crc32cBest();
 }  // namespace internal
+
+// Continues a CRC: `crc` is the (finalized) CRC of the bytes before `data`; 0 to start.
+inline uint32_t Crc32cExtend(uint32_t crc, const void* data, size_t size) {
+  static const internal::Crc32cFunction best = internal::Crc32cBest();
+  return best(crc, data, size);
+}
+inline uint32_t Crc32c(const void* data, size_t size) { return Crc32cExtend(0, data, size); }
 
 }  // namespace upguard

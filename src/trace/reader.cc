@@ -6,12 +6,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <nlohmann/json.hpp>
 
 #include "base/file.h"
 #include "trace/crc32c.h"
 #include "trace/format.h"
 #include "trace/record_codec.h"
+#include "trace/trace_checks.h"
 
 namespace upguard {
 namespace {
@@ -20,12 +20,6 @@ struct FileCloser {
   void operator()(std::FILE* file) const { std::fclose(file); }
 };
 using FilePtr = std::unique_ptr<std::FILE, FileCloser>;
-
-std::string Hex32(uint32_t value) {
-  char buf[11];
-  std::snprintf(buf, sizeof(buf), "0x%08x", value);
-  return buf;
-}
 
 }  // namespace
 
@@ -39,15 +33,12 @@ class TraceReader::Impl {
   StatusOr<Frame> ReadFrame(uint8_t* type, std::string_view* payload);
   StatusOr<Frame> ReadHeaderAndMeta();
   // Sets damage_ and ends the stream.
-  Frame DamageFrame(const std::string& reason, const std::string& detail) {
-    Damage(reason, detail);
+  Frame DamageFrame(const RecordError& error) {
+    Damage(error);
     return Frame::kDamaged;
   }
-  void Damage(const std::string& reason, const std::string& detail) {
-    damage_ = TraceDamage{offset_, path_ + ": " + reason + " at byte " + std::to_string(offset_) +
-                                       (detail.empty() ? "" : " (" + detail + ")") + " — the " +
-                                       std::to_string(records_read_) + " records before it (" +
-                                       std::to_string(ops_read_) + " ops) are readable"};
+  void Damage(const RecordError& error) {
+    damage_ = MakeTraceDamage(path_, offset_, error, records_read_, ops_read_);
     done_ = true;
   }
   Status ReadError() const { return IoError(path_ + ": read failed: " + std::strerror(errno)); }
@@ -75,33 +66,23 @@ StatusOr<TraceReader::Impl::Frame> TraceReader::Impl::ReadFrame(uint8_t* type,
   const size_t header_read = std::fread(&frame_[0], 1, kFrameHeaderBytes, file_.get());
   if (header_read < kFrameHeaderBytes && std::ferror(file_.get())) return ReadError();
   if (header_read == 0) return Frame::kEnd;
-  const char* kTruncated = "truncated record";
-  const char* kTruncatedDetail =
-      "the file ends inside a record; the recording process was probably killed or is still "
-      "writing";
-  if (header_read < kFrameHeaderBytes) return DamageFrame(kTruncated, kTruncatedDetail);
+  if (header_read < kFrameHeaderBytes) return DamageFrame(TruncatedRecord());
   const uint32_t length = LoadLe32(frame_.data());
-  if (length > kMaxPayloadBytes) {
-    return DamageFrame("bad record length " + std::to_string(length), "over the 64 MiB limit");
-  }
+  RecordError error;
+  if (!CheckFrameLength(length, &error)) return DamageFrame(error);
   const uint64_t frame_bytes = kFrameOverheadBytes + length;
   struct stat info;
   if (offset_ + frame_bytes > file_size_ && ::fstat(::fileno(file_.get()), &info) == 0) {
     file_size_ = static_cast<uint64_t>(info.st_size);  // the writer may still be appending
   }
-  if (offset_ + frame_bytes > file_size_) return DamageFrame(kTruncated, kTruncatedDetail);
+  if (offset_ + frame_bytes > file_size_) return DamageFrame(TruncatedRecord());
   frame_.resize(frame_bytes);
   const size_t rest = frame_bytes - kFrameHeaderBytes;
   if (std::fread(&frame_[kFrameHeaderBytes], 1, rest, file_.get()) < rest) {
     if (std::ferror(file_.get())) return ReadError();
-    return DamageFrame(kTruncated, kTruncatedDetail);
+    return DamageFrame(TruncatedRecord());
   }
-  const uint32_t stored = LoadLe32(&frame_[kFrameHeaderBytes + length]);
-  const uint32_t computed = Crc32c(frame_.data(), kFrameHeaderBytes + length);
-  if (stored != computed) {
-    return DamageFrame("bad CRC", "stored " + Hex32(stored) + ", computed " + Hex32(computed) +
-                                      "; the record is damaged");
-  }
+  if (!CheckFrameCrc(frame_.data(), length, &error)) return DamageFrame(error);
   *type = static_cast<uint8_t>(frame_[4]);
   *payload = std::string_view(frame_.data() + kFrameHeaderBytes, length);
   return Frame::kOk;
@@ -111,42 +92,19 @@ bool TraceReader::Impl::Consume(uint8_t type, std::string_view payload) {
   RecordError error;
   switch (static_cast<RecordType>(type)) {
     case RecordType::kRunMeta:
-      Damage("unexpected RunMeta record", "only the first record may be RunMeta");
+      Damage(UnexpectedRunMeta());
       return false;
-    case RecordType::kString: {
-      StringId id;
-      std::string_view text;
-      if (!DecodeString(payload, &id, &text, &error)) {
-        Damage(error.reason, error.detail);
-        return false;
-      }
-      if (id != strings_.size()) {
-        Damage("malformed String record", "defines id " + std::to_string(id) + ", expected " +
-                                              std::to_string(strings_.size()));
-        return false;
-      }
-      bool added = false;
-      const StringId existing = strings_.Intern(text, &added);
-      if (!added) {
-        Damage("malformed String record", "repeats string id " + std::to_string(existing));
-        return false;
-      }
-      return true;
-    }
-    case RecordType::kEnd: {
-      uint64_t op_count;
-      if (!DecodeEnd(payload, &op_count, &error)) {
-        Damage(error.reason, error.detail);
-        return false;
-      }
-      if (op_count != ops_read_) {
-        Damage("malformed End record", "it counts " + std::to_string(op_count) +
-                                           " ops, the file holds " + std::to_string(ops_read_));
+    case RecordType::kString:
+      if (ConsumeString(payload, &strings_, &error)) return true;
+      Damage(error);
+      return false;
+    case RecordType::kEnd:
+      if (!ConsumeEnd(payload, ops_read_, &error)) {
+        Damage(error);
         return false;
       }
       complete_ = true;
       return true;
-    }
     default:
       return true;  // an unknown type with a valid frame: skipped (trace.md §5)
   }
@@ -156,47 +114,16 @@ StatusOr<TraceReader::Impl::Frame> TraceReader::Impl::ReadHeaderAndMeta() {
   char header_bytes[kFileHeaderBytes];
   const size_t got = std::fread(header_bytes, 1, sizeof(header_bytes), file_.get());
   if (got < sizeof(header_bytes) && std::ferror(file_.get())) return ReadError();
-  if (got == 0) {
-    return DataLoss(path_ +
-                    ": empty file (0 bytes): not a trace, or the recording process died "
-                    "before writing it");
-  }
-  if (std::memcmp(header_bytes, kTraceMagic, std::min(got, sizeof(kTraceMagic))) != 0) {
-    return InvalidArgument(path_ +
-                           ": not an upguard trace (bad magic at byte 0); pass a run "
-                           "directory written by 'upguard record'");
-  }
-  if (got < sizeof(header_bytes)) {
-    return DataLoss(path_ + ": truncated header (" + std::to_string(got) +
-                    " of 16 bytes): the recording process died while creating the file");
-  }
+  RETURN_IF_ERROR(CheckFileHeader(path_, header_bytes, got));
   const FileHeader header = DecodeFileHeader(header_bytes);
-  if (header.version < kTraceVersionMin || header.version > kTraceVersionMax) {
-    return InvalidArgument(path_ + ": trace format version " + std::to_string(header.version) +
-                           " is not supported (this upguard reads versions " +
-                           std::to_string(kTraceVersionMin) + " to " +
-                           std::to_string(kTraceVersionMax) + "); " +
-                           (header.version > kTraceVersionMax ? "upgrade upguard to read it"
-                                                              : "re-record it with this upguard"));
-  }
-  if (header.flags != 0) {
-    return InvalidArgument(path_ + ": unsupported header flags " + Hex32(header.flags) +
-                           " at byte 10 (written by a newer upguard?)");
-  }
   version_ = header.version;
   offset_ = kFileHeaderBytes;
   uint8_t type = 0;
   std::string_view payload;
   ASSIGN_OR_RETURN(Frame frame, ReadFrame(&type, &payload));
   if (frame == Frame::kDamaged) return frame;
-  if (frame == Frame::kEnd || type != static_cast<uint8_t>(RecordType::kRunMeta)) {
-    return DamageFrame("missing RunMeta record",
-                       frame == Frame::kEnd ? "the file ends after the header"
-                                            : "the first record is " + RecordTypeName(type));
-  }
-  if (!nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false).is_object()) {
-    return DamageFrame("malformed RunMeta record", "not a JSON object");
-  }
+  RecordError error;
+  if (!CheckRunMeta(type, payload, frame == Frame::kEnd, &error)) return DamageFrame(error);
   meta_json_.assign(payload);
   offset_ += frame_.size();
   ++records_read_;
@@ -233,7 +160,7 @@ StatusOr<bool> TraceReader::Next(TraceRecord* record) {
   while (!impl.done_) {
     if (impl.complete_) {  // the End record must be last
       if (std::fgetc(impl.file_.get()) != EOF) {
-        impl.Damage("unexpected data after the End record", "");
+        impl.Damage(DataAfterEnd());
       }
       impl.done_ = true;
       break;
@@ -250,18 +177,17 @@ StatusOr<bool> TraceReader::Next(TraceRecord* record) {
     record->offset = impl.offset_;
     if (type == static_cast<uint8_t>(RecordType::kOp)) {
       if (!DecodeOp(payload, impl.strings_, &record->op, &error)) {
-        impl.Damage(error.reason, error.detail);
+        impl.Damage(error);
         break;
       }
       if (record->op.seq != impl.ops_read_) {
-        impl.Damage("malformed Op record", "seq " + std::to_string(record->op.seq) + ", expected " +
-                                               std::to_string(impl.ops_read_));
+        impl.Damage(WrongSeq(record->op.seq, impl.ops_read_));
         break;
       }
       ++impl.ops_read_;
     } else if (type == static_cast<uint8_t>(RecordType::kStepEnd)) {
       if (!DecodeStepEnd(payload, &record->step_end, &error)) {
-        impl.Damage(error.reason, error.detail);
+        impl.Damage(error);
         break;
       }
     } else if (!impl.Consume(type, payload)) {

@@ -43,9 +43,16 @@ void EncodeEnd(uint64_t op_count, std::string* out);
 
 // Readers: parse a payload. On failure return false and fill `error`; outputs are unspecified.
 // DecodeOp reuses the vectors of `op` (no allocation once they have grown). It sets scalar
-// digests to DigestBytes(text).
+// digests to DigestBytes(text) (StringTable::TextDigest).
 bool DecodeOp(std::string_view payload, const StringTable& strings, OpRecord* op,
               RecordError* error);
+// The same for a reader that knows the whole table but decodes a record from the middle of the
+// file: string ids must be below `id_limit`, the number of strings defined before the record.
+bool DecodeOp(std::string_view payload, const StringTable& strings, size_t id_limit, OpRecord* op,
+              RecordError* error);
+// Only the first two fields of an Op payload, seq and step (what an index needs), with the
+// errors DecodeOp would give for them.
+bool DecodeOpPrefix(std::string_view payload, uint64_t* seq, uint32_t* step, RecordError* error);
 bool DecodeString(std::string_view payload, StringId* id, std::string_view* text,
                   RecordError* error);
 bool DecodeStepEnd(std::string_view payload, StepEndRecord* step_end, RecordError* error);

@@ -11,36 +11,40 @@
 namespace upguard {
 namespace {
 
-// A cursor over one payload that records the first error it meets.
+// A cursor over one payload that records the first error it meets. The success paths are small
+// and inline (one-byte varints dominate); everything that builds an error message is out of line.
 class Decoder {
  public:
   Decoder(std::string_view payload, const char* record, RecordError* error)
       : p_(payload.data()), end_(payload.data() + payload.size()), record_(record), error_(error) {}
 
   // Sets the error ("malformed <record> record", detail) and returns false.
-  bool Fail(std::string detail) {
+  [[gnu::noinline, gnu::cold]] bool Fail(std::string detail) {
     error_->reason = std::string("malformed ") + record_ + " record";
     error_->detail = std::move(detail);
     return false;
   }
-  bool FailEarlyEnd(const char* field) { return Fail(std::string("payload ends inside ") + field); }
+  [[gnu::noinline, gnu::cold]] bool FailEarlyEnd(const char* field) {
+    return Fail(std::string("payload ends inside ") + field);
+  }
 
   bool U8(const char* field, uint8_t* value) {
-    if (p_ == end_) return FailEarlyEnd(field);
+    if (__builtin_expect(p_ == end_, 0)) return FailEarlyEnd(field);
     *value = static_cast<uint8_t>(*p_++);
     return true;
   }
   bool Varint(const char* field, uint64_t* value) {
-    if (DecodeVarint(&p_, end_, value)) return true;
-    return end_ - p_ < static_cast<ptrdiff_t>(kMaxVarintBytes)
-               ? FailEarlyEnd(field)
-               : Fail(std::string("bad varint in ") + field);
+    if (__builtin_expect(p_ != end_ && (*p_ & 0x80) == 0, 1)) {
+      *value = static_cast<uint8_t>(*p_++);
+      return true;
+    }
+    return VarintSlow(field, value);
   }
   bool Varint32(const char* field, uint32_t* value) {
     uint64_t wide = 0;
     if (!Varint(field, &wide)) return false;
-    if (wide > std::numeric_limits<uint32_t>::max()) {
-      return Fail(std::string(field) + " " + std::to_string(wide) + " exceeds 32 bits");
+    if (__builtin_expect(wide > std::numeric_limits<uint32_t>::max(), 0)) {
+      return FailExceeds32(field, wide);
     }
     *value = static_cast<uint32_t>(wide);
     return true;
@@ -48,20 +52,17 @@ class Decoder {
   // A count of items that each take at least one byte: bounded by the bytes left.
   bool Count(const char* field, uint64_t* value) {
     if (!Varint(field, value)) return false;
-    if (*value > remaining()) {
-      return Fail(std::string(field) + " " + std::to_string(*value) + " exceeds the payload");
-    }
+    if (__builtin_expect(*value > remaining(), 0)) return FailCount(field, *value);
     return true;
   }
-  bool Id(const char* field, const StringTable& strings, StringId* id) {
+  // A string id, which must be below `limit` (the strings defined before this record).
+  bool Id(const char* field, size_t limit, StringId* id) {
     if (!Varint32(field, id)) return false;
-    if (*id < strings.size()) return true;
-    error_->reason = "undefined string id " + std::to_string(*id);
-    error_->detail = std::string("in ") + field;
-    return false;
+    if (__builtin_expect(*id < limit, 1)) return true;
+    return FailUndefined(field, *id);
   }
   bool Fixed(const char* field, size_t size, const char** bytes) {
-    if (remaining() < size) return FailEarlyEnd(field);
+    if (__builtin_expect(remaining() < size, 0)) return FailEarlyEnd(field);
     *bytes = p_;
     p_ += size;
     return true;
@@ -82,6 +83,24 @@ class Decoder {
   std::string_view Rest() const { return std::string_view(p_, remaining()); }
 
  private:
+  [[gnu::noinline]] bool VarintSlow(const char* field, uint64_t* value) {
+    if (DecodeVarint(&p_, end_, value)) return true;
+    return end_ - p_ < static_cast<ptrdiff_t>(kMaxVarintBytes)
+               ? FailEarlyEnd(field)
+               : Fail(std::string("bad varint in ") + field);
+  }
+  [[gnu::noinline, gnu::cold]] bool FailExceeds32(const char* field, uint64_t wide) {
+    return Fail(std::string(field) + " " + std::to_string(wide) + " exceeds 32 bits");
+  }
+  [[gnu::noinline, gnu::cold]] bool FailCount(const char* field, uint64_t value) {
+    return Fail(std::string(field) + " " + std::to_string(value) + " exceeds the payload");
+  }
+  [[gnu::noinline, gnu::cold]] bool FailUndefined(const char* field, StringId id) {
+    error_->reason = "undefined string id " + std::to_string(id);
+    error_->detail = std::string("in ") + field;
+    return false;
+  }
+
   const char* p_;
   const char* end_;
   const char* record_;
@@ -124,9 +143,10 @@ bool DecodeStats(Decoder& in, TensorStats* stats) {
          in.Varint("stats", &stats->pos_inf_count) && in.Varint("stats", &stats->neg_inf_count);
 }
 
-bool DecodeArg(Decoder& in, const StringTable& strings, const ArgWhere& where, ArgRecord* arg) {
+bool DecodeArg(Decoder& in, const StringTable& strings, size_t id_limit, const ArgWhere& where,
+               ArgRecord* arg) {
   uint8_t kind = 0;
-  if (!in.U8("arg kind", &kind) || !in.Id("argument name", strings, &arg->name)) return false;
+  if (!in.U8("arg kind", &kind) || !in.Id("argument name", id_limit, &arg->name)) return false;
   arg->kind = static_cast<ArgKind>(kind);
   arg->dtype = DType::kInvalid;
   arg->shape.clear();
@@ -148,9 +168,8 @@ bool DecodeArg(Decoder& in, const StringTable& strings, const ArgWhere& where, A
       return !arg->has_stats || DecodeStats(in, &arg->stats);
     }
     case ArgKind::kScalar: {
-      if (!in.Id("scalar text", strings, &arg->text)) return false;
-      const std::string& text = strings.Get(arg->text);
-      arg->digest = DigestBytes(text.data(), text.size());
+      if (!in.Id("scalar text", id_limit, &arg->text)) return false;
+      arg->digest = strings.TextDigest(arg->text);
       return true;
     }
     case ArgKind::kAlias:
@@ -164,13 +183,13 @@ bool DecodeArg(Decoder& in, const StringTable& strings, const ArgWhere& where, A
                  " (written by a newer upguard?)");
 }
 
-bool DecodeArgs(Decoder& in, const StringTable& strings, const char* side,
+bool DecodeArgs(Decoder& in, const StringTable& strings, size_t id_limit, const char* side,
                 std::vector<ArgRecord>* args) {
   uint64_t count;
   if (!in.Count(side, &count)) return false;
   args->resize(count);
   for (uint64_t arg_idx = 0; arg_idx < count; ++arg_idx) {
-    if (!DecodeArg(in, strings, ArgWhere{side, arg_idx}, &(*args)[arg_idx])) {
+    if (!DecodeArg(in, strings, id_limit, ArgWhere{side, arg_idx}, &(*args)[arg_idx])) {
       return false;
     }
   }
@@ -181,6 +200,11 @@ bool DecodeArgs(Decoder& in, const StringTable& strings, const char* side,
 
 bool DecodeOp(std::string_view payload, const StringTable& strings, OpRecord* op,
               RecordError* error) {
+  return DecodeOp(payload, strings, strings.size(), op, error);
+}
+
+bool DecodeOp(std::string_view payload, const StringTable& strings, size_t id_limit, OpRecord* op,
+              RecordError* error) {
   Decoder in(payload, "Op", error);
   uint8_t phase = 0;
   if (!in.Varint("seq", &op->seq) || !in.Varint32("step", &op->step) || !in.U8("phase", &phase)) {
@@ -190,10 +214,24 @@ bool DecodeOp(std::string_view payload, const StringTable& strings, OpRecord* op
     return in.Fail("unknown phase " + std::to_string(phase) + " (written by a newer upguard?)");
   }
   op->phase = static_cast<Phase>(phase);
-  return in.Varint32("depth", &op->depth) && in.Id("op name", strings, &op->op) &&
-         in.Id("module", strings, &op->module) && in.Id("call site", strings, &op->call_site) &&
-         in.Id("node", strings, &op->node) && DecodeArgs(in, strings, "input", &op->inputs) &&
-         DecodeArgs(in, strings, "output", &op->outputs);
+  return in.Varint32("depth", &op->depth) && in.Id("op name", id_limit, &op->op) &&
+         in.Id("module", id_limit, &op->module) && in.Id("call site", id_limit, &op->call_site) &&
+         in.Id("node", id_limit, &op->node) &&
+         DecodeArgs(in, strings, id_limit, "input", &op->inputs) &&
+         DecodeArgs(in, strings, id_limit, "output", &op->outputs);
+}
+
+bool DecodeOpPrefix(std::string_view payload, uint64_t* seq, uint32_t* step, RecordError* error) {
+  const char* p = payload.data();
+  const char* const end = p + payload.size();
+  uint64_t wide = 0;
+  if (DecodeVarint(&p, end, seq) && DecodeVarint(&p, end, &wide) &&
+      wide <= std::numeric_limits<uint32_t>::max()) {
+    *step = static_cast<uint32_t>(wide);
+    return true;
+  }
+  Decoder in(payload, "Op", error);  // again, for the error DecodeOp gives
+  return in.Varint("seq", seq) && in.Varint32("step", step);
 }
 
 bool DecodeString(std::string_view payload, StringId* id, std::string_view* text,

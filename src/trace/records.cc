@@ -2,6 +2,11 @@
 
 namespace upguard {
 
+StringTable::StringTable() {
+  strings_.emplace_back();
+  digests_.push_back(DigestBytes("", 0));
+}
+
 StringId StringTable::Intern(std::string_view s, bool* added) {
   // Reused key buffer: looking up a known string does not allocate (no heterogeneous lookup in
   // C++17's unordered_map).
@@ -18,9 +23,23 @@ StringId StringTable::Intern(std::string_view s, bool* added) {
   }
   const StringId id = static_cast<StringId>(strings_.size());
   strings_.push_back(key);
+  digests_.push_back(DigestBytes(key.data(), key.size()));
   ids_.emplace(key, id);
   if (added != nullptr) *added = true;
   return id;
+}
+
+bool StringTable::Find(std::string_view s, StringId* id) const {
+  if (s.empty()) {
+    *id = kEmptyString;
+    return true;
+  }
+  thread_local std::string key;
+  key.assign(s.data(), s.size());
+  auto it = ids_.find(key);
+  if (it == ids_.end()) return false;
+  *id = it->second;
+  return true;
 }
 
 std::string_view PhaseName(Phase phase) {

@@ -71,17 +71,24 @@ struct StepEndRecord {
 };
 
 // The interned strings of one trace. Ids are dense, assigned in order of first use from 1.
+// Each string's DigestBytes is computed once, when it is added: it is a scalar argument's value
+// digest, needed for every scalar a reader decodes and a writer folds into a step digest.
 class StringTable {
  public:
-  StringTable() { strings_.emplace_back(); }
+  StringTable();
   // Returns the id of `s`, adding it if new. `added` says whether it was new.
   StringId Intern(std::string_view s, bool* added = nullptr);
   // Precondition: id < size().
   const std::string& Get(StringId id) const { return strings_[id]; }
+  // The id of `s` if it is in the table.
+  bool Find(std::string_view s, StringId* id) const;
+  // DigestBytes(Get(id)). Precondition: id < size().
+  const Digest128& TextDigest(StringId id) const { return digests_[id]; }
   size_t size() const { return strings_.size(); }
 
  private:
   std::vector<std::string> strings_;
+  std::vector<Digest128> digests_;
   std::unordered_map<std::string, StringId> ids_;
 };
 

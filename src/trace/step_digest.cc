@@ -37,9 +37,8 @@ void StepDigester::AddOp(const OpRecord& op, const StringTable& strings) {
       const uint8_t kind = static_cast<uint8_t>(arg.kind);
       XXH3_128bits_update(xxh, &kind, 1);
       if (arg.kind != ArgKind::kTensor && arg.kind != ArgKind::kScalar) continue;
-      const std::string& text = strings.Get(arg.text);
-      const Digest128 digest =
-          arg.kind == ArgKind::kTensor ? arg.digest : DigestBytes(text.data(), text.size());
+      const Digest128& digest =
+          arg.kind == ArgKind::kTensor ? arg.digest : strings.TextDigest(arg.text);
       char canonical[kDigestBytes];
       StoreDigest(digest, canonical);
       XXH3_128bits_update(xxh, canonical, sizeof(canonical));

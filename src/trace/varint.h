@@ -34,6 +34,22 @@ inline void AppendVarint(uint64_t value, std::string* out) {
 // Decodes one varint from [*p, end). On success advances *p past it. Fails (returns false,
 // *p unchanged) when the varint runs past `end`, is longer than 10 bytes, or exceeds 2^64 - 1.
 inline bool DecodeVarint(const char** p, const char* end, uint64_t* value) {
+  if (end - *p >= static_cast<ptrdiff_t>(kMaxVarintBytes)) {
+    // Every byte a varint may use is in range: no bounds check per byte.
+    const uint8_t* in = reinterpret_cast<const uint8_t*>(*p);
+    uint64_t result = 0;
+    for (size_t byte_idx = 0; byte_idx < kMaxVarintBytes; ++byte_idx) {
+      const uint8_t byte = in[byte_idx];
+      result |= static_cast<uint64_t>(byte & 0x7F) << (7 * byte_idx);
+      if (byte < 0x80) {
+        if (byte_idx == kMaxVarintBytes - 1 && byte > 1) return false;  // would overflow
+        *value = result;
+        *p += byte_idx + 1;
+        return true;
+      }
+    }
+    return false;  // longer than 10 bytes
+  }
   const char* cursor = *p;
   uint64_t result = 0;
   for (size_t byte_idx = 0; byte_idx < kMaxVarintBytes; ++byte_idx) {
