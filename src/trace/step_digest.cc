@@ -2,6 +2,8 @@
 
 #include <xxhash.h>
 
+#include <string>
+
 #include "trace/format.h"
 
 namespace upguard {
@@ -16,6 +18,7 @@ Digest128 FromXxh(XXH128_hash_t hash) { return Digest128{hash.high64, hash.low64
 
 struct StepDigester::State {
   XXH3_state_t* xxh = XXH3_createState();
+  std::string buffer;  // one op's bytes
   ~State() { XXH3_freeState(xxh); }
 };
 
@@ -27,24 +30,25 @@ void StepDigester::Reset() {
   op_count_ = 0;
 }
 
+// The op's bytes are gathered and hashed in one update: XXH3's streaming state costs per call,
+// and an op contributes a dozen short pieces.
 void StepDigester::AddOp(const OpRecord& op, const StringTable& strings) {
-  XXH3_state_t* xxh = state_->xxh;
-  const std::string& name = strings.Get(op.op);
-  XXH3_128bits_update(xxh, name.data(), name.size());
-  XXH3_128bits_update(xxh, &kNameEnd, 1);
+  std::string& buffer = state_->buffer;
+  buffer.assign(strings.Get(op.op));
+  buffer.push_back(static_cast<char>(kNameEnd));
   for (const auto* args : {&op.inputs, &op.outputs}) {
     for (const ArgRecord& arg : *args) {
-      const uint8_t kind = static_cast<uint8_t>(arg.kind);
-      XXH3_128bits_update(xxh, &kind, 1);
+      buffer.push_back(static_cast<char>(arg.kind));
       if (arg.kind != ArgKind::kTensor && arg.kind != ArgKind::kScalar) continue;
       const Digest128& digest =
           arg.kind == ArgKind::kTensor ? arg.digest : strings.TextDigest(arg.text);
       char canonical[kDigestBytes];
       StoreDigest(digest, canonical);
-      XXH3_128bits_update(xxh, canonical, sizeof(canonical));
+      buffer.append(canonical, sizeof(canonical));
     }
-    XXH3_128bits_update(xxh, &kArgsEnd, 1);
+    buffer.push_back(static_cast<char>(kArgsEnd));
   }
+  XXH3_128bits_update(state_->xxh, buffer.data(), buffer.size());
   ++op_count_;
 }
 
