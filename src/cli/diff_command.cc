@@ -36,6 +36,7 @@ StatusOr<int> RunDiffCommand(int argc, char** argv) {
   }
   LoadOptions load;
   load.allow_damaged = flags.Has("allow-damaged");
+  load.index_on_demand = true;  // DiffRuns indexes each step as it compares it
   ASSIGN_OR_RETURN(Run a, LoadRun(flags.positionals()[0], load));
   ASSIGN_OR_RETURN(Run b, LoadRun(flags.positionals()[1], load));
   ASSIGN_OR_RETURN(DiffResult result, DiffRuns(a, b, DiffOptions{}));

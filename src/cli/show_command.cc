@@ -47,10 +47,14 @@ StatusOr<int> RunShowCommand(int argc, char** argv) {
     return InvalidArgument("--rank " + std::to_string(options.rank) + ": " + run.dir + " has " +
                            std::to_string(run.ranks.size()) + " rank(s)");
   }
+  // Damage hiding in an op payload changes the counts the report starts with: find it first.
+  RETURN_IF_ERROR(run.ranks[static_cast<size_t>(options.rank)].CheckAllOps());
   if (flags.Has("json")) {
-    std::printf("%s\n", ShowToJson(run, options).dump(2).c_str());
+    ASSIGN_OR_RETURN(nlohmann::json json, ShowToJson(run, options));
+    std::printf("%s\n", json.dump(2).c_str());
   } else {
-    std::printf("%s", RenderShowText(run, options).c_str());
+    ASSIGN_OR_RETURN(std::string text, RenderShowText(run, options));
+    std::printf("%s", text.c_str());
   }
   return kExitOk;
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "diff/compare.h"
+#include "diff/raw_compare.h"
+#include "trace/trace_index.h"
 
 namespace upguard {
 namespace {
@@ -23,21 +25,30 @@ std::string ScriptOf(const Run& run) {
   return argv.empty() ? "?" : argv[0].dump();
 }
 
-// The latest op before `before` (in step order) with a tensor output of digest `digest`.
-Producer FindProducer(const RankTrace& trace, const OpLocation& before, const Digest128& digest) {
+// The latest op before `before` (in step order) with a tensor output of digest `digest`. Decodes
+// earlier steps on demand, newest first; the step holding the producer joins `held`.
+StatusOr<Producer> FindProducer(const RankTrace& trace, const OpLocation& before,
+                                const Digest128& digest,
+                                std::vector<std::shared_ptr<const StepOps>>* held) {
   Producer producer;
   size_t searched = 0;
-  for (auto step_it = trace.steps.rbegin(); step_it != trace.steps.rend(); ++step_it) {
-    if (step_it->step > before.step) continue;
-    size_t end = step_it->step == before.step ? before.index : step_it->ops.size();
+  const uint64_t cuts = trace.cuts();
+  RETURN_IF_ERROR(trace.FindStep(before.step).status());  // every step up to it is known
+  for (size_t step_idx = trace.steps().size(); step_idx-- > 0;) {
+    if (trace.steps()[step_idx].step > before.step) continue;
+    ASSIGN_OR_RETURN(std::shared_ptr<const StepOps> step, trace.Ops(step_idx));
+    if (trace.cuts() != cuts) return producer;  // the caller starts over
+    const std::vector<OpRecord>& ops = step->ops;
+    size_t end = step->step == before.step ? std::min(before.index, ops.size()) : ops.size();
     for (size_t op_idx = end; op_idx-- > 0;) {
-      const OpRecord& op = step_it->ops[op_idx];
+      const OpRecord& op = ops[op_idx];
       for (size_t out_idx = 0; out_idx < op.outputs.size(); ++out_idx) {
         const ArgRecord& out = op.outputs[out_idx];
         if (out.kind == ArgKind::kTensor && out.digest == digest) {
           producer.found = true;
-          producer.location = OpLocation{step_it->step, op_idx, &op};
+          producer.location = OpLocation{step->step, op_idx, &op};
           producer.output_index = out_idx;
+          held->push_back(std::move(step));
           return producer;
         }
       }
@@ -47,11 +58,28 @@ Producer FindProducer(const RankTrace& trace, const OpLocation& before, const Di
   return producer;
 }
 
+// True when CompareOp would find no divergence because every slot is equal (the common case,
+// checked without building the slot comparisons). False says nothing: a differing scalar input
+// with equal outputs is no divergence either.
+bool SameArgs(const OpRecord& a, const OpRecord& b) {
+  if (a.inputs.size() != b.inputs.size() || a.outputs.size() != b.outputs.size()) return false;
+  bool compared = false;
+  for (size_t idx = 0; idx < a.inputs.size(); ++idx) {
+    if (!ArgsEqual(a.inputs[idx], b.inputs[idx], &compared)) return false;
+  }
+  for (size_t idx = 0; idx < a.outputs.size(); ++idx) {
+    if (!ArgsEqual(a.outputs[idx], b.outputs[idx], &compared)) return false;
+  }
+  return true;
+}
+
 // Compares one aligned op pair; fills `out` and returns true when they diverge numerically.
+// The producers of a propagated op's differing input are looked up later, for the op reported.
 bool CompareOp(const RankTrace& ta, const StepOps& sa, size_t ia, const RankTrace& tb,
                const StepOps& sb, size_t ib, NumericDivergence* out) {
   const OpRecord& a = sa.ops[ia];
   const OpRecord& b = sb.ops[ib];
+  if (SameArgs(a, b)) return false;
   std::vector<ArgComparison> inputs = CompareArgs(a.inputs, b.inputs, true, ta);
   std::vector<ArgComparison> outputs = CompareArgs(a.outputs, b.outputs, false, ta);
   std::optional<size_t> bad_tensor_input;
@@ -74,9 +102,6 @@ bool CompareOp(const RankTrace& ta, const StepOps& sa, size_t ia, const RankTrac
   if (bad_tensor_input) {
     out->verdict = Verdict::kPropagated;
     out->first_bad_input = bad_tensor_input;
-    const ArgComparison& slot = out->inputs[*bad_tensor_input];
-    if (slot.a != nullptr) out->producer_a = FindProducer(ta, out->a, slot.a->digest);
-    if (slot.b != nullptr) out->producer_b = FindProducer(tb, out->b, slot.b->digest);
   } else {
     out->verdict = Verdict::kCulprit;
   }
@@ -176,9 +201,17 @@ bool InsideCleanTopLevelOp(const RankTrace& ta, const StepOps& sa, size_t ia, co
 
 // Walks one step of both runs. Stops at the first numeric divergence; records the first
 // structural one on the way (when none was recorded yet).
-void WalkStep(const RankTrace& ta, const StepOps& sa, const RankTrace& tb, const StepOps& sb,
-              const DiffOptions& options, RankDiff* diff) {
-  size_t ia = 0, ib = 0;
+// `start` ops at the beginning of both steps are known to be equal.
+Status WalkStep(const RankTrace& ta, const std::shared_ptr<const StepOps>& step_a,
+                const RankTrace& tb, const std::shared_ptr<const StepOps>& step_b, size_t start,
+                const DiffOptions& options, RankDiff* diff) {
+  const StepOps& sa = *step_a;
+  const StepOps& sb = *step_b;
+  auto hold = [&] {
+    diff->held_steps.push_back(step_a);
+    diff->held_steps.push_back(step_b);
+  };
+  size_t ia = start, ib = start;
   while (ia < sa.ops.size() && ib < sb.ops.size()) {
     if (ta.Str(sa.ops[ia].op) != tb.Str(sb.ops[ib].op)) {
       Realignment realign =
@@ -200,8 +233,9 @@ void WalkStep(const RankTrace& ta, const StepOps& sa, const RankTrace& tb, const
           structural.only_b.push_back(&sb.ops[ib + k]);
         }
         diff->structural = std::move(structural);
+        hold();
       }
-      if (!realign.found) return;
+      if (!realign.found) return Status::Ok();
       ia += realign.skip_a;
       ib += realign.skip_b;
       continue;
@@ -210,8 +244,20 @@ void WalkStep(const RankTrace& ta, const StepOps& sa, const RankTrace& tb, const
     if (CompareOp(ta, sa, ia, tb, sb, ib, &numeric) &&
         !InsideCleanTopLevelOp(ta, sa, ia, tb, sb, ib)) {
       Settle(ta, sa, tb, sb, &numeric);
+      if (numeric.first_bad_input) {
+        const ArgComparison& slot = numeric.inputs[*numeric.first_bad_input];
+        if (slot.a != nullptr) {
+          ASSIGN_OR_RETURN(numeric.producer_a,
+                           FindProducer(ta, numeric.a, slot.a->digest, &diff->held_steps));
+        }
+        if (slot.b != nullptr) {
+          ASSIGN_OR_RETURN(numeric.producer_b,
+                           FindProducer(tb, numeric.b, slot.b->digest, &diff->held_steps));
+        }
+      }
       diff->numeric = std::move(numeric);
-      return;
+      hold();
+      return Status::Ok();
     }
     ++ia;
     ++ib;
@@ -231,42 +277,75 @@ void WalkStep(const RankTrace& ta, const StepOps& sa, const RankTrace& tb, const
     structural.only_b_count = sb.ops.size() - ib;
     structural.realigned = true;  // nothing follows: the streams simply end
     diff->structural = std::move(structural);
+    hold();
   }
+  return Status::Ok();
 }
 
-bool StepsIdentical(const StepOps& sa, const StepOps& sb) {
+bool StepsIdentical(const StepInfo& sa, const StepInfo& sb) {
   return sa.end && sb.end && sa.end->op_count == sb.end->op_count &&
          sa.end->digest == sb.end->digest;
 }
 
 void NoteIncomplete(const RankTrace& trace, std::vector<std::string>* notes) {
-  if (trace.damage) {
-    notes->push_back(trace.damage->message + "; compared only the readable part");
-  } else if (!trace.complete) {
+  if (trace.damage()) {
+    notes->push_back(trace.damage()->message + "; compared only the readable part");
+  } else if (!trace.complete()) {
     notes->push_back(trace.path +
                      " ends without its end record (the process stopped before closing the "
                      "trace); compared the steps it holds");
   }
 }
 
-RankDiff DiffRank(const RankTrace& ta, const RankTrace& tb, const DiffOptions& options) {
+// One attempt at a rank. When decoding finds damage in an op payload (--allow-damaged) the
+// trace is cut there and the attempt stops early: DiffRuns starts the rank over.
+StatusOr<RankDiff> DiffRank(const RankTrace& ta, const RankTrace& tb, const DiffOptions& options) {
   RankDiff diff;
   diff.rank = ta.rank;
-  NoteIncomplete(ta, &diff.notes);
-  NoteIncomplete(tb, &diff.notes);
-  for (const StepOps& sa : ta.steps) {
-    const StepOps* sb = tb.FindStep(sa.step);
-    if (sb == nullptr) continue;
+  const uint64_t cuts = ta.cuts() + tb.cuts();
+  const TraceIndex* index_a = ta.store->index();
+  const TraceIndex* index_b = tb.store->index();
+  std::optional<RawComparer> raw;  // both traces mapped: compare ops before decoding them
+  if (index_a != nullptr && index_b != nullptr) raw.emplace(ta.strings(), tb.strings());
+  // Steps are indexed as the walk reaches them, so a step is compared while its pages are
+  // mapped and cached.
+  for (size_t ia = 0;; ++ia) {
+    ASSIGN_OR_RETURN(bool more, ta.HasStep(ia));
+    if (!more) break;
+    const StepInfo sa = ta.steps()[ia];
+    ASSIGN_OR_RETURN(const std::optional<size_t> ib, tb.FindStep(sa.step));
+    if (!ib) continue;
+    const StepInfo sb = tb.steps()[*ib];
     if (!diff.first_step) diff.first_step = sa.step;
     diff.last_step = sa.step;
     ++diff.steps_compared;
-    if (StepsIdentical(sa, *sb)) {
+    if (StepsIdentical(sa, sb)) {
       ++diff.steps_identical;
       continue;
     }
-    WalkStep(ta, sa, tb, *sb, options, &diff);
+    // Leading ops equal in their bytes need no decoding; a step that is all such ops has
+    // nothing to walk.
+    uint64_t equal = 0;
+    if (raw) {
+      equal = raw->EqualPrefix(*index_a, ia, *index_b, *ib);
+      if (equal == sa.op_count && equal == sb.op_count) {
+        index_a->ReleaseStep(ia);
+        index_b->ReleaseStep(*ib);
+        continue;
+      }
+    }
+    ASSIGN_OR_RETURN(std::shared_ptr<const StepOps> ops_a, ta.Ops(ia));
+    ASSIGN_OR_RETURN(std::shared_ptr<const StepOps> ops_b, tb.Ops(*ib));
+    if (ta.cuts() + tb.cuts() != cuts) return diff;
+    RETURN_IF_ERROR(WalkStep(ta, ops_a, tb, ops_b, equal, options, &diff));
+    if (ta.cuts() + tb.cuts() != cuts) return diff;
     if (diff.numeric) break;
   }
+  // Damage past the steps compared still counts: index both traces to the end.
+  RETURN_IF_ERROR(ta.IndexAll());
+  RETURN_IF_ERROR(tb.IndexAll());
+  NoteIncomplete(ta, &diff.notes);
+  NoteIncomplete(tb, &diff.notes);
   if (diff.structural) {
     diff.verdict = Verdict::kStructural;
   } else if (diff.numeric) {
@@ -275,13 +354,21 @@ RankDiff DiffRank(const RankTrace& ta, const RankTrace& tb, const DiffOptions& o
   return diff;
 }
 
+// The op count of the first known step numbered `step`.
+uint64_t StepOpCount(const RankTrace& trace, uint32_t step) {
+  for (const StepInfo& info : trace.steps()) {
+    if (info.step == step) return info.op_count;
+  }
+  return 0;
+}
+
 // The first compared step of the two runs has no op in common: they ran different programs.
 bool SharesNoOps(const RankDiff& diff, const RankTrace& ta, const RankTrace& tb) {
   if (!diff.structural || diff.structural->step != *diff.first_step) return false;
   const StructuralDivergence& s = *diff.structural;
   if (s.index_a != 0 || s.index_b != 0) return false;
-  return !s.realigned || (s.only_a_count == ta.FindStep(s.step)->ops.size() &&
-                          s.only_b_count == tb.FindStep(s.step)->ops.size());
+  return !s.realigned ||
+         (s.only_a_count == StepOpCount(ta, s.step) && s.only_b_count == StepOpCount(tb, s.step));
 }
 
 }  // namespace
@@ -309,7 +396,14 @@ StatusOr<DiffResult> DiffRuns(const Run& a, const Run& b, const DiffOptions& opt
   }
   DiffResult result;
   for (size_t rank_idx = 0; rank_idx < a.ranks.size(); ++rank_idx) {
-    RankDiff diff = DiffRank(a.ranks[rank_idx], b.ranks[rank_idx], options);
+    const RankTrace& ta = a.ranks[rank_idx];
+    const RankTrace& tb = b.ranks[rank_idx];
+    RankDiff diff;
+    while (true) {  // again after each cut: every cut shortens a trace, so this ends
+      const uint64_t cuts = ta.cuts() + tb.cuts();
+      ASSIGN_OR_RETURN(diff, DiffRank(ta, tb, options));
+      if (ta.cuts() + tb.cuts() == cuts) break;
+    }
     if (diff.steps_compared == 0) {
       return FailedPrecondition("rank " + std::to_string(rank_idx) + ": " + a.dir + " and " +
                                 b.dir +

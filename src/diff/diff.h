@@ -1,12 +1,13 @@
 // The diff: the first operator where two runs part ways, and why.
 //
-//   ASSIGN_OR_RETURN(Run a, LoadRun("runs/a", {}));
+//   ASSIGN_OR_RETURN(Run a, LoadRun("runs/a", {}));          // mapped and indexed, not decoded
 //   ASSIGN_OR_RETURN(Run b, LoadRun("runs/b", {}));
 //   ASSIGN_OR_RETURN(DiffResult result, DiffRuns(a, b, DiffOptions{}));
 //   if (result.verdict == Verdict::kCulprit) ... result.divergence->a_op ...
 //
 // Algorithm, per rank and step in order: equal StepEnd digests and op counts mean the step is
-// identical and is skipped without looking at its ops. In the first other step the two op
+// identical and is skipped without decoding its ops (they are read from the trace only for the
+// steps walked, and for the producer search, newest step first). In the first other step the two op
 // streams are walked together. Where op names differ, a bounded look-ahead finds the smallest
 // run of ops inserted on one side after which the streams agree again (structural); the walk
 // continues past it. Where names agree, arguments are compared: a tensor input that differs
@@ -23,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -93,6 +95,8 @@ struct StructuralDivergence {
 
 struct RankDiff {
   int rank = 0;
+  // The decoded steps the OpRecord pointers in this result point into (kept alive with it).
+  std::vector<std::shared_ptr<const StepOps>> held_steps;
   Verdict verdict = Verdict::kIdentical;
   uint32_t steps_compared = 0;
   uint32_t steps_identical = 0;  // skipped by their step digests
@@ -114,6 +118,8 @@ struct DiffResult {
   std::vector<std::string> notes;
 };
 
+// Fails for runs that cannot be compared (world sizes, no common step, different programs) and
+// for damage found in an op payload when the runs were loaded without allow_damaged.
 StatusOr<DiffResult> DiffRuns(const Run& a, const Run& b, const DiffOptions& options);
 
 }  // namespace upguard

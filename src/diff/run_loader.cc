@@ -36,46 +36,71 @@ int RankOfFileName(const std::string& name) {
 
 }  // namespace
 
-const StepOps* RankTrace::FindStep(uint32_t step) const {
-  auto it = std::lower_bound(steps.begin(), steps.end(), step,
-                             [](const StepOps& s, uint32_t value) { return s.step < value; });
-  return it != steps.end() && it->step == step ? &*it : nullptr;
+Status RankTrace::CheckAllOps() const {
+  for (size_t step_idx = 0; step_idx < steps().size(); ++step_idx) {
+    const uint64_t cuts_before = cuts();
+    RETURN_IF_ERROR(Ops(step_idx).status());
+    if (cuts() != cuts_before) break;  // cut at this step: nothing after it is left
+  }
+  return Status::Ok();
 }
 
-StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptions& options) {
+namespace {
+
+nlohmann::json ParseMeta(const std::string& meta_json) {
+  nlohmann::json meta = nlohmann::json::parse(meta_json, nullptr, false);
+  return meta.is_object() ? meta : nlohmann::json::object();
+}
+
+// Every record through TraceReader, grouped into steps in memory.
+StatusOr<RankTrace> LoadDecoded(const std::string& path, bool allow_damaged) {
   ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, TraceReader::Open(path));
   RankTrace trace;
   trace.path = path;
-  trace.meta = nlohmann::json::parse(reader->meta_json(), nullptr, false);
-  if (!trace.meta.is_object()) trace.meta = nlohmann::json::object();
-  trace.rank = trace.meta.value("rank", 0);
+  trace.meta = ParseMeta(reader->meta_json());
+  std::vector<StepOps> steps;
   TraceRecord record;
   while (true) {
     ASSIGN_OR_RETURN(bool more, reader->Next(&record));
     if (!more) break;
     const uint32_t step = record.type == RecordType::kOp ? record.op.step : record.step_end.step;
-    if (trace.steps.empty() || trace.steps.back().step != step || trace.steps.back().end) {
-      if (!trace.steps.empty() && trace.steps.back().step > step) {
+    if (steps.empty() || steps.back().step != step || steps.back().end) {
+      if (!steps.empty() && steps.back().step > step) {
         return DataLoss(path + ": step " + std::to_string(step) + " at byte " +
                         std::to_string(record.offset) + " comes after step " +
-                        std::to_string(trace.steps.back().step) +
+                        std::to_string(steps.back().step) +
                         "; steps must increase — was the file written by two processes?");
       }
-      trace.steps.push_back(StepOps{step, {}, std::nullopt});
+      steps.push_back(StepOps{step, {}, std::nullopt});
     }
     if (record.type == RecordType::kOp) {
-      trace.steps.back().ops.push_back(std::move(record.op));
+      steps.back().ops.push_back(std::move(record.op));
     } else {
-      trace.steps.back().end = record.step_end;
+      steps.back().end = record.step_end;
     }
   }
-  trace.strings = reader->strings();
-  trace.complete = reader->complete();
-  trace.damage = reader->damage();
-  if (trace.damage && !options.allow_damaged) {
-    return DataLoss(trace.damage->message +
-                    "; to compare the readable part anyway, pass --allow-damaged");
-  }
+  trace.store = StepStore::FromDecoded(std::move(steps), reader->strings(), reader->complete(),
+                                       reader->damage(), allow_damaged);
+  return trace;
+}
+
+// The file mapped and indexed; ops decoded when asked for.
+StatusOr<RankTrace> LoadIndexed(const std::string& path, bool allow_damaged) {
+  ASSIGN_OR_RETURN(std::unique_ptr<TraceIndex> index, TraceIndex::Open(path));
+  RankTrace trace;
+  trace.path = path;
+  trace.meta = ParseMeta(index->meta_json());
+  trace.store = StepStore::FromIndex(std::move(index), allow_damaged);
+  return trace;
+}
+
+}  // namespace
+
+StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptions& options) {
+  ASSIGN_OR_RETURN(RankTrace trace, options.decode_all ? LoadDecoded(path, options.allow_damaged)
+                                                       : LoadIndexed(path, options.allow_damaged));
+  trace.rank = trace.meta.value("rank", 0);
+  if (!options.index_on_demand) RETURN_IF_ERROR(trace.IndexAll());
   return trace;
 }
 

@@ -1,42 +1,64 @@
-// Loads a run directory (meta.json + rank<N>.ugt) into memory, step by step, for the diff.
+// Loads a run directory (meta.json + rank<N>.ugt) for the diff and `show`.
 //
 //   ASSIGN_OR_RETURN(Run run, LoadRun("runs/a", LoadOptions{}));
-//   for (const RankTrace& rank : run.ranks) for (const StepOps& step : rank.steps) ...
+//   const RankTrace& rank = run.ranks[0];
+//   for (size_t idx = 0; idx < rank.steps().size(); ++idx) {
+//     if (skippable(rank.steps()[idx])) continue;            // step number, op count, StepEnd
+//     ASSIGN_OR_RETURN(std::shared_ptr<const StepOps> ops, rank.Ops(idx));
+//   }
 //
-// Errors name the directory or file and say what to do. A trace that ends without its End
-// record (the process died) loads; a damaged one loads its readable prefix only when
-// LoadOptions::allow_damaged is set, and otherwise fails with the reader's message.
+// By default a trace is mapped and indexed (TraceIndex) and a step's ops are decoded when first
+// asked for, so memory does not grow with the trace; LoadOptions::decode_all reads every op up
+// front with TraceReader instead (the reference route the tests compare with). Errors name the
+// directory or file and say what to do. A trace that ends without its End record (the process
+// died) loads; a damaged one loads its readable prefix only when LoadOptions::allow_damaged is
+// set, and otherwise fails with the reader's message.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "diff/step_store.h"
 #include "trace/reader.h"
 #include "trace/records.h"
 #include "upguard/status.h"
 
 namespace upguard {
 
-struct StepOps {
-  uint32_t step = 0;
-  std::vector<OpRecord> ops;
-  std::optional<StepEndRecord> end;  // absent when the trace stops inside the step
-};
-
 struct RankTrace {
   int rank = 0;
   std::string path;
   nlohmann::json meta;  // the RunMeta record
-  StringTable strings;
-  std::vector<StepOps> steps;  // in step order
-  bool complete = false;
-  std::optional<TraceDamage> damage;
+  std::shared_ptr<StepStore> store;
 
-  const std::string& Str(StringId id) const { return strings.Get(id); }
-  const StepOps* FindStep(uint32_t step) const;
+  const StringTable& strings() const { return store->strings(); }
+  const std::string& Str(StringId id) const { return strings().Get(id); }
+  // The steps known so far, in step order: all of them, unless the trace was loaded with
+  // LoadOptions::index_on_demand and not indexed to the end (IndexAll) yet.
+  const std::vector<StepInfo>& steps() const { return store->steps(); }
+  // Whether steps()[step_idx] exists, indexing on as far as needed.
+  StatusOr<bool> HasStep(size_t step_idx) const { return store->HasStep(step_idx); }
+  // The index in steps() of the first step numbered `step`, indexing on as far as needed.
+  StatusOr<std::optional<size_t>> FindStep(uint32_t step) const { return store->FindStep(step); }
+  // Indexes to the end; damage is then an error unless LoadOptions::allow_damaged.
+  Status IndexAll() const { return store->IndexAll(); }
+  // Once indexed to the end: whether the End record was read, and the damage met.
+  bool complete() const { return store->complete(); }
+  const std::optional<TraceDamage>& damage() const { return store->damage(); }
+  // The ops of steps()[step_idx], decoded on first use; valid while the pointer is held. A
+  // step whose ops turn out damaged cuts the trace (see StepStore): then steps(), complete()
+  // and damage() change and cuts() goes up.
+  StatusOr<std::shared_ptr<const StepOps>> Ops(size_t step_idx) const {
+    return store->Ops(step_idx);
+  }
+  uint64_t cuts() const { return store->cuts(); }
+  // Decodes every step once, so that damage hiding in an op payload is found (and the trace
+  // cut, or an error returned) before anything is reported.
+  Status CheckAllOps() const;
 };
 
 struct Run {
@@ -48,6 +70,12 @@ struct Run {
 
 struct LoadOptions {
   bool allow_damaged = false;
+  // Read every op into memory at load with TraceReader (the reference route), instead of
+  // mapping the trace and decoding steps when asked for.
+  bool decode_all = false;
+  // Index a mapped trace only as far as callers ask (the diff), instead of to the end at load.
+  // Damage is then found, and reported by IndexAll(), only when indexing reaches it.
+  bool index_on_demand = false;
 };
 
 StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptions& options);

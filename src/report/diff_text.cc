@@ -49,7 +49,7 @@ void Slots(const Ctx& ctx, const char* title, const std::vector<ArgComparison>& 
   ctx.out << "    " << title << "\n";
   for (const ArgComparison& slot : slots) {
     const ArgRecord* any = slot.a != nullptr ? slot.a : slot.b;
-    std::string what = slot.a != nullptr ? DescribeArg(*slot.a, ctx.ta.strings) : "(absent)";
+    std::string what = slot.a != nullptr ? DescribeArg(*slot.a, ctx.ta.strings()) : "(absent)";
     std::string state;
     if (slot.a == nullptr || slot.b == nullptr) {
       state = "only in one run";
@@ -58,8 +58,8 @@ void Slots(const Ctx& ctx, const char* title, const std::vector<ArgComparison>& 
         state = "same";
       } else {
         ctx.out << "      " << Fit(OrDash(slot.name), 14) << " DIFFERS  "
-                << DescribeArg(*slot.a, ctx.ta.strings) << "  ->  "
-                << DescribeArg(*slot.b, ctx.tb.strings) << "\n";
+                << DescribeArg(*slot.a, ctx.ta.strings()) << "  ->  "
+                << DescribeArg(*slot.b, ctx.tb.strings()) << "\n";
         continue;
       }
     } else if (!slot.compared) {
@@ -74,8 +74,8 @@ void Slots(const Ctx& ctx, const char* title, const std::vector<ArgComparison>& 
       std::string magnitude = Magnitude(*slot.a, *slot.b);
       if (!magnitude.empty()) ctx.out << "      " << std::string(15, ' ') << magnitude << "\n";
       if (slot.a->shape != slot.b->shape || slot.a->dtype != slot.b->dtype) {
-        ctx.out << "      " << std::string(15, ' ') << "b: " << DescribeArg(*slot.b, ctx.tb.strings)
-                << "\n";
+        ctx.out << "      " << std::string(15, ' ')
+                << "b: " << DescribeArg(*slot.b, ctx.tb.strings()) << "\n";
       }
     }
   }

@@ -27,7 +27,7 @@ std::string OutputDigests(const OpRecord& op) {
   return OrDash(text);
 }
 
-bool Shown(const StepOps& step, const ShowOptions& options) {
+bool Shown(const StepInfo& step, const ShowOptions& options) {
   return !options.step || *options.step == step.step;
 }
 
@@ -38,18 +38,20 @@ const RankTrace* PickRank(const Run& run, int rank) {
 
 }  // namespace
 
-std::string RenderShowText(const Run& run, const ShowOptions& options) {
+StatusOr<std::string> RenderShowText(const Run& run, const ShowOptions& options) {
   std::ostringstream out;
   const RankTrace* trace = PickRank(run, options.rank);
   if (trace == nullptr) return "no rank " + std::to_string(options.rank) + " in " + run.dir + "\n";
   uint64_t total_ops = 0;
-  for (const StepOps& step : trace->steps) total_ops += step.ops.size();
+  for (const StepInfo& step : trace->steps()) total_ops += step.op_count;
   out << "run " << run.dir << "  rank " << trace->rank << "  torch "
-      << trace->meta.value("torch_version", "?") << "  " << trace->steps.size() << " step(s), "
-      << total_ops << " op(s)" << (trace->complete ? "" : "  [trace ends early]") << "\n";
+      << trace->meta.value("torch_version", "?") << "  " << trace->steps().size() << " step(s), "
+      << total_ops << " op(s)" << (trace->complete() ? "" : "  [trace ends early]") << "\n";
   bool any = false;
-  for (const StepOps& step : trace->steps) {
-    if (!Shown(step, options)) continue;
+  for (size_t step_idx = 0; step_idx < trace->steps().size(); ++step_idx) {
+    if (!Shown(trace->steps()[step_idx], options)) continue;
+    ASSIGN_OR_RETURN(std::shared_ptr<const StepOps> step_ops, trace->Ops(step_idx));
+    const StepOps& step = *step_ops;
     any = true;
     out << "\nstep " << step.step << "  (" << step.ops.size() << " ops"
         << (step.end ? ", step digest " + step.end->digest.Short() : ", no step end") << ")\n";
@@ -62,24 +64,26 @@ std::string RenderShowText(const Run& run, const ShowOptions& options) {
       out << "  " << Fit(std::to_string(op_idx), 6) << Fit(std::string(PhaseName(op.phase)), 10)
           << Fit(std::to_string(op.depth), 3) << Fit(OrDash(trace->Str(op.module)), 22)
           << Fit(indent + trace->Str(op.op), 28)
-          << Fit(ArgsBrief(op.inputs, trace->strings) + " -> " +
-                     ArgsBrief(op.outputs, trace->strings),
+          << Fit(ArgsBrief(op.inputs, trace->strings()) + " -> " +
+                     ArgsBrief(op.outputs, trace->strings()),
                  56)
           << OutputDigests(op) << "\n";
     }
   }
   if (!any && options.step) out << "\nno step " << *options.step << " in this trace\n";
-  if (trace->damage) out << "\nnote: " << trace->damage->message << "\n";
+  if (trace->damage()) out << "\nnote: " << trace->damage()->message << "\n";
   return out.str();
 }
 
-nlohmann::json ShowToJson(const Run& run, const ShowOptions& options) {
+StatusOr<nlohmann::json> ShowToJson(const Run& run, const ShowOptions& options) {
   using nlohmann::json;
   const RankTrace* trace = PickRank(run, options.rank);
   json steps = json::array();
   if (trace != nullptr) {
-    for (const StepOps& step : trace->steps) {
-      if (!Shown(step, options)) continue;
+    for (size_t step_idx = 0; step_idx < trace->steps().size(); ++step_idx) {
+      if (!Shown(trace->steps()[step_idx], options)) continue;
+      ASSIGN_OR_RETURN(std::shared_ptr<const StepOps> step_ops, trace->Ops(step_idx));
+      const StepOps& step = *step_ops;
       json ops = json::array();
       for (size_t op_idx = 0; op_idx < step.ops.size(); ++op_idx) {
         const OpRecord& op = step.ops[op_idx];
@@ -114,12 +118,12 @@ nlohmann::json ShowToJson(const Run& run, const ShowOptions& options) {
                        {"ops", ops}});
     }
   }
-  return {{"schema", "upguard.show/1"},
-          {"run", run.dir},
-          {"rank", options.rank},
-          {"complete", trace != nullptr && trace->complete},
-          {"meta", trace != nullptr ? trace->meta : json(nullptr)},
-          {"steps", steps}};
+  return json{{"schema", "upguard.show/1"},
+              {"run", run.dir},
+              {"rank", options.rank},
+              {"complete", trace != nullptr && trace->complete()},
+              {"meta", trace != nullptr ? trace->meta : json(nullptr)},
+              {"steps", steps}};
 }
 
 }  // namespace upguard

@@ -1,6 +1,6 @@
 // `upguard show`: a run's recorded ops as a readable table, or as JSON (schema in docs/cli.md).
 //
-//   std::cout << RenderShowText(run, ShowOptions{.step = 2});
+//   ASSIGN_OR_RETURN(std::string text, RenderShowText(run, ShowOptions{.step = 2}));
 #pragma once
 
 #include <cstdint>
@@ -18,7 +18,9 @@ struct ShowOptions {
   size_t max_depth = SIZE_MAX;  // hide ops nested deeper
 };
 
-std::string RenderShowText(const Run& run, const ShowOptions& options);
-nlohmann::json ShowToJson(const Run& run, const ShowOptions& options);
+// Decode the shown steps; fail only on damage found in an op payload (RankTrace::CheckAllOps
+// first finds it before anything is rendered).
+StatusOr<std::string> RenderShowText(const Run& run, const ShowOptions& options);
+StatusOr<nlohmann::json> ShowToJson(const Run& run, const ShowOptions& options);
 
 }  // namespace upguard
