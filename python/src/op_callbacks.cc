@@ -28,12 +28,14 @@
 #include "ivalue_args.h"
 #include "op_info.h"
 #include "origins.h"
+#include "string_pool.h"
 
 namespace upguard::torch_adapter {
 namespace {
 
+// Strings held here are views into the string pool (string_pool.h).
 struct Node {
-  std::string name;
+  std::string_view name;
   Origin origin;
   uint32_t saved_depth = 0;
 };
@@ -43,21 +45,22 @@ struct ThreadState {
   bool busy = false;
   int optimizer = 0;
   int zero_grad = 0;
-  std::vector<std::string> modules;
+  std::vector<std::string_view> modules;
   std::vector<Node> nodes;
   // The running top-level (depth 0, not backward) op: its call site, computed on first use,
   // and the autograd sequence number when it started.
-  std::string call_site;
+  std::string_view call_site;
   bool call_site_known = false;
   uint64_t first_node = 0;
 
-  const std::string& CallSite() {
+  std::string_view CallSite() {
     if (!call_site_known) {
-      call_site = CurrentCallSite();
+      call_site = Pooled(CurrentCallSite());
       call_site_known = true;
     }
     return call_site;
   }
+  std::string_view Module() const { return modules.empty() ? std::string_view() : modules.back(); }
 };
 
 ThreadState& Tls() {
@@ -69,9 +72,9 @@ struct OpContext : at::ObserverContext {
   std::vector<ArgRecord> inputs;
   Phase phase = Phase::kOther;
   uint32_t depth = 0;
-  std::string module;
-  std::string call_site;
-  std::string node;
+  std::string_view module;
+  std::string_view call_site;
+  std::string_view node;
 };
 
 std::atomic<Recorder*> g_recorder{nullptr};
@@ -144,7 +147,7 @@ std::unique_ptr<at::ObserverContext> EnterOp(const at::RecordFunction& fn, Threa
     ctx->call_site = ts.nodes.back().origin.call_site;
     ctx->node = ts.nodes.back().name;
   } else {
-    if (!ts.modules.empty()) ctx->module = ts.modules.back();
+    ctx->module = ts.Module();
     ctx->call_site = ts.CallSite();
   }
   ArgBatch batch;
@@ -160,8 +163,7 @@ std::unique_ptr<at::ObserverContext> EnterOp(const at::RecordFunction& fn, Threa
 void RememberOrigins(ThreadState& ts) {
   const uint64_t end = at::sequence_number::peek();
   if (end <= ts.first_node) return;
-  g_origins.Add(ts.first_node, end,
-                Origin{ts.modules.empty() ? "" : ts.modules.back(), ts.CallSite()});
+  g_origins.Add(ts.first_node, end, Origin{ts.Module(), ts.CallSite()});
 }
 
 // The autograd engine wraps each node in a FUNCTION-scope record with this prefix; it also
@@ -178,7 +180,7 @@ void EnterNode(ThreadState& ts, std::string_view name, int64_t seq_nr) {
   if (origin.module.empty() && origin.call_site.empty() && !ts.nodes.empty()) {
     origin = ts.nodes.back().origin;
   }
-  ts.nodes.push_back(Node{std::string(name), std::move(origin), ts.depth});
+  ts.nodes.push_back(Node{Pooled(name), origin, ts.depth});
   ts.depth = 0;  // ops inside a node count their depth from it
   g_backward_seen.store(true, std::memory_order_relaxed);
 }
@@ -349,7 +351,7 @@ std::string TracePath() {
 }
 
 void EnterModule(const std::string& path) {
-  Tls().modules.push_back(path);
+  Tls().modules.push_back(Pooled(path));
   g_forward_seen.store(true, std::memory_order_relaxed);
 }
 

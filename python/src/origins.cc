@@ -12,7 +12,7 @@ void OriginTable::Add(uint64_t first, uint64_t end, Origin origin) {
   std::lock_guard<std::mutex> lock(mu_);
   if (ranges_.size() >= kMaxRanges) ranges_.clear();
   if (!ranges_.empty() && ranges_.back().first > first) ranges_.clear();  // counter reset
-  ranges_.push_back(Range{first, end, std::move(origin)});
+  ranges_.push_back(Range{first, end, origin});
 }
 
 Origin OriginTable::Find(int64_t seq_nr) const {

@@ -9,14 +9,15 @@
 
 #include <cstdint>
 #include <mutex>
-#include <string>
+#include <string_view>
 #include <vector>
 
 namespace upguard::torch_adapter {
 
+// Views into the string pool (string_pool.h).
 struct Origin {
-  std::string module;
-  std::string call_site;
+  std::string_view module;
+  std::string_view call_site;
 };
 
 class OriginTable {

@@ -13,6 +13,7 @@
 
 #include "base/file.h"
 #include "digest/digest.h"
+#include "recorder/intern_cache.h"
 #include "trace/writer.h"
 #include "upguard/version.h"
 
@@ -127,11 +128,16 @@ class Recorder::Impl {
   }
 
   // Requires mu_.
+  StringId Intern(std::string_view s) {
+    return intern_cache_.Intern(s, [this](std::string_view text) { return writer_->Intern(text); });
+  }
+
+  // Requires mu_.
   void InternNames(const std::vector<Arg>& args, std::vector<ArgRecord>* out) {
     for (size_t arg_idx = 0; arg_idx < args.size(); ++arg_idx) {
-      (*out)[arg_idx].name = writer_->Intern(args[arg_idx].name);
+      (*out)[arg_idx].name = Intern(args[arg_idx].name);
       if (args[arg_idx].kind == ArgKind::kScalar) {
-        (*out)[arg_idx].text = writer_->Intern(args[arg_idx].text);
+        (*out)[arg_idx].text = Intern(args[arg_idx].text);
       }
     }
   }
@@ -154,10 +160,10 @@ class Recorder::Impl {
     record.step = static_cast<uint32_t>(step_.load());
     record.phase = op.phase;
     record.depth = op.depth;
-    record.op = writer_->Intern(op.op);
-    record.module = writer_->Intern(op.module);
-    record.call_site = writer_->Intern(op.call_site);
-    record.node = writer_->Intern(op.node);
+    record.op = Intern(op.op);
+    record.module = Intern(op.module);
+    record.call_site = Intern(op.call_site);
+    record.node = Intern(op.node);
     Status status = writer_->WriteOp(record);
     if (!status.ok()) return FailLocked(status);
     ++ops_in_step_;
@@ -222,6 +228,7 @@ class Recorder::Impl {
   std::string trace_path_;
   mutable std::mutex mu_;
   std::unique_ptr<TraceWriter> writer_;  // guarded by mu_
+  InternCache intern_cache_;             // guarded by mu_
   std::atomic<bool> enabled_{true};
   std::atomic<int64_t> step_{0};
   uint64_t ops_in_step_ = 0;  // guarded by mu_
