@@ -1,0 +1,148 @@
+#!/usr/bin/python3
+"""Digest throughput against a memory read of the same bytes, as a Markdown table.
+
+    bench/digest_throughput.py BINARY [--large]
+
+BINARY is upguard_digest_benchmark (src/digest/digest_benchmark.cc). It runs with three
+repetitions, interleaved, and the table shows medians; every ratio divides two numbers measured
+in the same run, at the same size and thread count (the machine is shared and noisy). --large
+adds the 256 MiB and 1 GiB sizes (UPGUARD_BENCH_LARGE=1). GB/s are 10^9 bytes per second.
+
+Targets (the "Performance" issue): contiguous float32 with statistics (the recorder's default)
+at least 0.8x the memory read for tensors of 1 MiB or more, on one thread and on all; and at
+most 1 us per digest of a tiny tensor (1 to 64 elements). Other cases are reported, not judged.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+RATIO_TARGET = 0.8
+RATIO_MIN_BYTES = 1 << 20
+TINY_TARGET_NS = 1000.0
+
+NAME = re.compile(
+    r"^(?P<kind>MemoryRead|DigestTiny|Digest)/"
+    r"(?:(?P<dtype>f32|bf16)/)?(?:(?P<layout>contiguous|transposed)/)?"
+    r"(?:(?P<mode>stats|hash)/)?"
+    r"(?:bytes:(?P<bytes>\d+)/)?(?:numel:(?P<numel>\d+))?(?:threads:(?P<threads>\d+))?")
+
+
+def size_text(size: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size // scale} {unit}"
+    return f"{size} B"
+
+
+def run_benchmark(binary: str, large: bool) -> dict:
+    env = dict(os.environ)
+    if large:
+        env["UPGUARD_BENCH_LARGE"] = "1"
+    else:
+        env.pop("UPGUARD_BENCH_LARGE", None)
+    result = subprocess.run(
+        [binary, "--benchmark_format=json", "--benchmark_repetitions=3",
+         "--benchmark_report_aggregates_only=true",
+         # Repetitions of all benchmarks in shuffled order, so that a burst of load from
+         # another process spreads over cases instead of landing on one side of a ratio.
+         "--benchmark_enable_random_interleaving=true"],
+        capture_output=True, text=True, env=env)
+    if result.returncode != 0:
+        sys.exit(f"{binary} failed (exit {result.returncode}):\n{result.stderr[-2000:]}")
+    return json.loads(result.stdout)
+
+
+def medians(report: dict) -> list[dict]:
+    """One row per benchmark: its parsed name, median seconds per call and bytes/s."""
+    rows = []
+    for bench in report["benchmarks"]:
+        if bench.get("aggregate_name") != "median":
+            continue
+        match = NAME.match(bench["run_name"])
+        if match is None:
+            continue
+        unit = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[bench.get("time_unit", "ns")]
+        row = {key: value for key, value in match.groupdict().items() if value is not None}
+        row["seconds"] = bench["real_time"] * unit
+        row["bytes_per_second"] = bench.get("bytes_per_second")
+        rows.append(row)
+    return rows
+
+
+def time_text(seconds: float) -> str:
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def table(rows: list[dict]) -> tuple[str, list[str]]:
+    reads = {(int(r["bytes"]), int(r["threads"])): r["bytes_per_second"]
+             for r in rows if r["kind"] == "MemoryRead"}
+    lines = ["| size | case | threads | time per digest | GB/s | x read | target | result |",
+             "| ---: | --- | ---: | ---: | ---: | ---: | --- | --- |"]
+    judged = []  # (passed, text) per judged row
+    order = {"MemoryRead": 0, "Digest": 1}
+    sized = sorted((r for r in rows if r["kind"] != "DigestTiny"),
+                   key=lambda r: (int(r["threads"]), int(r["bytes"]), order[r["kind"]]))
+    for row in sized:
+        size, threads = int(row["bytes"]), int(row["threads"])
+        read = reads.get((size, threads))
+        rate = row["bytes_per_second"]
+        if row["kind"] == "MemoryRead":
+            case = "memory read (uint64 sum)"
+        else:
+            case = f"{row['dtype']} {row['layout']} {'stats' if row['mode'] == 'stats' else 'hash only'}"
+        ratio = rate / read if read else None
+        target = result = ""
+        if (row["kind"] == "Digest" and row["dtype"] == "f32" and row["layout"] == "contiguous"
+                and row["mode"] == "stats" and size >= RATIO_MIN_BYTES and ratio is not None):
+            target = f">= {RATIO_TARGET}x read"
+            passed = ratio >= RATIO_TARGET
+            result = "PASS" if passed else f"MISS ({ratio / RATIO_TARGET:.2f} of target)"
+            judged.append((passed, f"{size_text(size)}, {threads} thread(s): {ratio:.2f}x"))
+        lines.append(f"| {size_text(size)} | {case} | {threads} | {time_text(row['seconds'])} | "
+                     f"{rate / 1e9:.1f} | {'' if ratio is None else f'{ratio:.2f}'} | {target} | "
+                     f"{result} |")
+    for row in sorted((r for r in rows if r["kind"] == "DigestTiny"),
+                      key=lambda r: (r["dtype"], r["mode"], int(r["numel"]))):
+        ns = row["seconds"] * 1e9
+        passed = ns <= TINY_TARGET_NS
+        judged.append((passed, f"tiny {row['dtype']} {row['mode']} {row['numel']} elements: "
+                               f"{ns:.0f} ns"))
+        numel = int(row["numel"])
+        lines.append(f"| {numel} element{'s' if numel > 1 else ''} | {row['dtype']} tiny "
+                     f"{'stats' if row['mode'] == 'stats' else 'hash only'} | 1 | {ns:.0f} ns | | "
+                     f"| <= 1 us | {'PASS' if passed else 'MISS'} |")
+    return "\n".join(lines), [text for passed, text in judged if not passed]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("binary", help="path to upguard_digest_benchmark")
+    parser.add_argument("--large", action="store_true", help="add 256 MiB and 1 GiB")
+    args = parser.parse_args()
+    report = run_benchmark(args.binary, args.large)
+    text, misses = table(medians(report))
+    context = report.get("context", {})
+    kernel = context.get("stats_kernel", "?")
+    print(f"Statistics kernel: {kernel}; leaf hash: {context.get('leaf_hash', '?')}; "
+          f"memory read: {context.get('read_kernel', '?')} uint64 sum; "
+          f"{context.get('num_cpus', '?')} CPUs; medians of 3 repetitions.\n")
+    print(text)
+    print()
+    if misses:
+        print("Targets missed: " + "; ".join(misses) + ".")
+    else:
+        print("All targets met.")
+
+
+if __name__ == "__main__":
+    main()
