@@ -107,7 +107,9 @@ class Cursor {
 // The pair read with A leading: every field is parsed (and checked) in `a`; in `b` only the seq,
 // the step and the string ids are, everything between them must be the same bytes as in `a`
 // (so it is checked too). Ops whose ignored fields differ fail here and take the slower path.
-bool LedEqual(Cursor& a, Cursor& b, const std::vector<StringId>& b_to_a) {
+bool LedEqual(std::string_view payload_a, uint32_t ids_a, std::string_view payload_b,
+              uint32_t ids_b, const std::vector<StringId>& b_to_a) {
+  Cursor a(payload_a, ids_a), b(payload_b, ids_b);  // locals: kept in registers
   uint64_t wide = 0;
   uint32_t narrow = 0;
   if (!a.Varint(&wide) || !a.Varint32(&narrow) || !b.Varint(&wide) || !b.Varint32(&narrow)) {
@@ -207,10 +209,7 @@ void RawComparer::Sync() {
 bool RawComparer::Equal(std::string_view a, uint32_t ids_a, std::string_view b,
                         uint32_t ids_b) const {
   if (ids_a <= common_ && ids_b <= common_ && AfterSeq(a) == AfterSeq(b)) return true;
-  {
-    Cursor ca(a, ids_a), cb(b, ids_b);
-    if (LedEqual(ca, cb, b_to_a_)) return true;
-  }
+  if (LedEqual(a, ids_a, b, ids_b, b_to_a_)) return true;
   Cursor ca(a, ids_a), cb(b, ids_b);
   auto same_id = [&](StringId* id_a, StringId* id_b) {
     return ca.Id(id_a) && cb.Id(id_b) && b_to_a_[*id_b] == *id_a;
