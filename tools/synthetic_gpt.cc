@@ -68,6 +68,8 @@ class GptBuilder {
   int BlockBackward(const Block& block, int grad, const std::string& prefix);
   void Adam(const Param& param);
   void BatchViews(uint32_t depth, int source);
+  int Matmul(int left, int right, int64_t m, int64_t k, int64_t n);
+  int Add(int self, int other);
 
   ProgramBuilder& b_;
   std::vector<Param> params_;
@@ -249,20 +251,7 @@ int GptBuilder::BlockForward(Block& block, int x, const std::string& prefix) {
       .Scalar("dim0", "-2")
       .Scalar("dim1", "-1")
       .OutView(block.k_t, per_head[1], kF32, heads);
-  const int att_mm = b_.Slot(), att = b_.Slot();
-  BatchViews(1, block.q);
-  b_.Op("aten::bmm", 1)
-      .In("self", block.q, kF32, {kBatch * kHeads, kTokens, kHeadWidth})
-      .In("mat2", block.k_t, kF32, {kBatch * kHeads, kHeadWidth, kTokens})
-      .Out(att_mm, kF32, {kBatch * kHeads, kTokens, kTokens});
-  b_.Op("aten::_unsafe_view", 1)
-      .Alias("self", kF32, {kBatch * kHeads, kTokens, kTokens})
-      .Scalar("size", "[8, 4, 64, 64]")
-      .OutView(att, att_mm, kF32, scores);
-  b_.Op("aten::matmul")
-      .In("self", block.q, kF32, heads)
-      .In("other", block.k_t, kF32, heads)
-      .OutCopy(att, att, kF32, scores);
+  const int att = Matmul(block.q, block.k_t, kTokens, kHeadWidth, kTokens);
   const int scaled = b_.Slot(), masked = b_.Slot(), mask = b_.Slot();
   b_.Op("aten::mul")
       .In("self", att, kF32, scores)
@@ -287,20 +276,7 @@ int GptBuilder::BlockForward(Block& block, int x, const std::string& prefix) {
       .None("dtype")
       .OutCopy(block.probs, block.probs, kF32, scores);
   b_.At(prefix + "attn", "examples/gpt.py:47", Phase::kForward);
-  const int y_mm = b_.Slot(), y = b_.Slot();
-  BatchViews(1, block.probs);
-  b_.Op("aten::bmm", 1)
-      .In("self", block.probs, kF32, {kBatch * kHeads, kTokens, kTokens})
-      .In("mat2", block.v, kF32, {kBatch * kHeads, kTokens, kHeadWidth})
-      .Out(y_mm, kF32, {kBatch * kHeads, kTokens, kHeadWidth});
-  b_.Op("aten::_unsafe_view", 1)
-      .Alias("self", kF32, {kBatch * kHeads, kTokens, kHeadWidth})
-      .Scalar("size", "[8, 4, 64, 64]")
-      .OutView(y, y_mm, kF32, heads);
-  b_.Op("aten::matmul")
-      .In("self", block.probs, kF32, scores)
-      .In("other", block.v, kF32, heads)
-      .OutCopy(y, y, kF32, heads);
+  const int y = Matmul(block.probs, block.v, kTokens, kTokens, kHeadWidth);
   b_.At(prefix + "attn", "examples/gpt.py:48", Phase::kForward);
   const int y_t = b_.Slot(), y_c = b_.Slot(), y_rows = b_.Slot();
   b_.Op("aten::transpose")
@@ -322,12 +298,7 @@ int GptBuilder::BlockForward(Block& block, int x, const std::string& prefix) {
       .OutView(y_rows, y_c, kF32, Act(kWidth));
   const int attn_out = LinearForward(block.proj, y_rows);
   b_.At(prefix.substr(0, prefix.size() - 1), "examples/gpt.py:62", Phase::kForward);
-  const int x_mid = b_.Slot();
-  b_.Op("aten::add")
-      .In("self", x, kF32, Act(kWidth))
-      .In("other", attn_out, kF32, Act(kWidth))
-      .Scalar("alpha", "1")
-      .Out(x_mid, kF32, Act(kWidth));
+  const int x_mid = Add(x, attn_out);
   const int h2 = LayerNormForward(block.ln2, x_mid);
   const int f = LinearForward(block.fc, h2);
   b_.At(prefix + "mlp.act", "examples/gpt.py:74", Phase::kForward);
@@ -339,12 +310,7 @@ int GptBuilder::BlockForward(Block& block, int x, const std::string& prefix) {
       .Out(g, kF32, Act(4 * kWidth));
   const int mlp_out = LinearForward(block.proj2, g);
   b_.At(prefix.substr(0, prefix.size() - 1), "examples/gpt.py:63", Phase::kForward);
-  const int x_out = b_.Slot();
-  b_.Op("aten::add")
-      .In("self", x_mid, kF32, Act(kWidth))
-      .In("other", mlp_out, kF32, Act(kWidth))
-      .Scalar("alpha", "1")
-      .Out(x_out, kF32, Act(kWidth));
+  const int x_out = Add(x_mid, mlp_out);
   return x_out;
 }
 
@@ -362,12 +328,7 @@ int GptBuilder::BlockBackward(const Block& block, int grad, const std::string& p
       .Out(g_f, kF32, Act(4 * kWidth));
   g = LayerNormBackward(block.ln2, LinearBackward(block.fc, g_f));
   b_.At(block_module, "examples/gpt.py:63", Phase::kBackward, "AddBackward0");
-  const int g_mid = b_.Slot();
-  b_.Op("aten::add")
-      .In("self", grad, kF32, Act(kWidth))
-      .In("other", g, kF32, Act(kWidth))
-      .Scalar("alpha", "1")
-      .Out(g_mid, kF32, Act(kWidth));
+  const int g_mid = Add(grad, g);
   const int g_y = LinearBackward(block.proj, g_mid);
   b_.At(prefix + "attn", "examples/gpt.py:48", Phase::kBackward, "ViewBackward0");
   const int g_y4 = b_.Slot(), g_heads = b_.Slot();
@@ -470,12 +431,7 @@ int GptBuilder::BlockBackward(const Block& block, int grad, const std::string& p
       .Out(g_qkv, kF32, Act(3 * kWidth));
   g = LayerNormBackward(block.ln1, LinearBackward(block.qkv, g_qkv));
   b_.At(block_module, "examples/gpt.py:62", Phase::kBackward, "AddBackward0");
-  const int g_in = b_.Slot();
-  b_.Op("aten::add")
-      .In("self", g_mid, kF32, Act(kWidth))
-      .In("other", g, kF32, Act(kWidth))
-      .Scalar("alpha", "1")
-      .Out(g_in, kF32, Act(kWidth));
+  const int g_in = Add(g_mid, g);
   return g_in;
 }
 
@@ -499,6 +455,39 @@ void GptBuilder::BatchViews(uint32_t depth, int source) {
         .Alias("self", kF32, {kTokens, kHeadWidth})
         .OutView(b_.Slot(), selected, kF32, {kTokens, kHeadWidth});
   }
+}
+
+// A residual (or gradient) sum of two activations.
+int GptBuilder::Add(int self, int other) {
+  const int out = b_.Slot();
+  b_.Op("aten::add")
+      .In("self", self, kF32, Act(kWidth))
+      .In("other", other, kF32, Act(kWidth))
+      .Scalar("alpha", "1")
+      .Out(out, kF32, Act(kWidth));
+  return out;
+}
+
+// torch.matmul of [B, H, m, k] by [B, H, k, n]: a bmm over the flattened batch (with its
+// per-matrix views) and the view back, nested in the matmul.
+int GptBuilder::Matmul(int left, int right, int64_t m, int64_t k, int64_t n) {
+  const int64_t batch = kBatch * kHeads;
+  const Shape out_shape = {kBatch, kHeads, m, n};
+  const int mm = b_.Slot(), out = b_.Slot();
+  BatchViews(1, left);
+  b_.Op("aten::bmm", 1)
+      .In("self", left, kF32, {batch, m, k})
+      .In("mat2", right, kF32, {batch, k, n})
+      .Out(mm, kF32, {batch, m, n});
+  b_.Op("aten::_unsafe_view", 1)
+      .Alias("self", kF32, {batch, m, n})
+      .Scalar("size", "[8, 4, " + std::to_string(m) + ", " + std::to_string(n) + "]")
+      .OutView(out, mm, kF32, out_shape);
+  b_.Op("aten::matmul")
+      .In("self", left, kF32, {kBatch, kHeads, m, k})
+      .In("other", right, kF32, {kBatch, kHeads, k, n})
+      .OutCopy(out, out, kF32, out_shape);
+  return out;
 }
 
 // AdamW (torch.optim, foreach=False): eight ops per parameter.

@@ -41,6 +41,18 @@ bool ArgsEqual(const ArgRecord& a, const ArgRecord& b, bool* compared) {
   return false;
 }
 
+bool SameArgs(const OpRecord& a, const OpRecord& b) {
+  if (a.inputs.size() != b.inputs.size() || a.outputs.size() != b.outputs.size()) return false;
+  bool compared = false;
+  for (size_t idx = 0; idx < a.inputs.size(); ++idx) {
+    if (!ArgsEqual(a.inputs[idx], b.inputs[idx], &compared)) return false;
+  }
+  for (size_t idx = 0; idx < a.outputs.size(); ++idx) {
+    if (!ArgsEqual(a.outputs[idx], b.outputs[idx], &compared)) return false;
+  }
+  return true;
+}
+
 std::vector<ArgComparison> CompareArgs(const std::vector<ArgRecord>& a,
                                        const std::vector<ArgRecord>& b, bool is_input,
                                        const RankTrace& trace_a) {

@@ -13,6 +13,11 @@ namespace upguard {
 // opaque) compare by dtype and shape only and set *compared = false.
 bool ArgsEqual(const ArgRecord& a, const ArgRecord& b, bool* compared);
 
+// True when every input and output slot of `a` and `b` holds the same value (ArgsEqual): then
+// the walk finds no divergence at the pair. False says nothing more: a differing scalar input
+// with equal outputs is no divergence either.
+bool SameArgs(const OpRecord& a, const OpRecord& b);
+
 // Slot-by-slot comparison of `a` and `b` (inputs or outputs of one op in each run).
 std::vector<ArgComparison> CompareArgs(const std::vector<ArgRecord>& a,
                                        const std::vector<ArgRecord>& b, bool is_input,

@@ -58,28 +58,13 @@ StatusOr<Producer> FindProducer(const RankTrace& trace, const OpLocation& before
   return producer;
 }
 
-// True when CompareOp would find no divergence because every slot is equal (the common case,
-// checked without building the slot comparisons). False says nothing: a differing scalar input
-// with equal outputs is no divergence either.
-bool SameArgs(const OpRecord& a, const OpRecord& b) {
-  if (a.inputs.size() != b.inputs.size() || a.outputs.size() != b.outputs.size()) return false;
-  bool compared = false;
-  for (size_t idx = 0; idx < a.inputs.size(); ++idx) {
-    if (!ArgsEqual(a.inputs[idx], b.inputs[idx], &compared)) return false;
-  }
-  for (size_t idx = 0; idx < a.outputs.size(); ++idx) {
-    if (!ArgsEqual(a.outputs[idx], b.outputs[idx], &compared)) return false;
-  }
-  return true;
-}
-
 // Compares one aligned op pair; fills `out` and returns true when they diverge numerically.
 // The producers of a propagated op's differing input are looked up later, for the op reported.
 bool CompareOp(const RankTrace& ta, const StepOps& sa, size_t ia, const RankTrace& tb,
                const StepOps& sb, size_t ib, NumericDivergence* out) {
   const OpRecord& a = sa.ops[ia];
   const OpRecord& b = sb.ops[ib];
-  if (SameArgs(a, b)) return false;
+  if (SameArgs(a, b)) return false;  // the common case, without building the slots
   std::vector<ArgComparison> inputs = CompareArgs(a.inputs, b.inputs, true, ta);
   std::vector<ArgComparison> outputs = CompareArgs(a.outputs, b.outputs, false, ta);
   std::optional<size_t> bad_tensor_input;

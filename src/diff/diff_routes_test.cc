@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "diff/diff.h"
+#include "diff/load_routes_test_util.h"
 #include "report/diff_report.h"
 #include "tools/synthetic_trace.h"
 #include "trace/text_format.h"
@@ -19,11 +20,11 @@
 namespace upguard {
 namespace {
 
+using testing::Route;
+
 namespace fs = std::filesystem;
 using synthetic::Plant;
 using synthetic::SyntheticOptions;
-
-enum class Route { kDecodeAll, kIndexed, kOnDemand };
 
 struct Report {
   std::string error;
@@ -32,10 +33,7 @@ struct Report {
 };
 
 Report Diff(const std::string& a, const std::string& b, Route route, bool allow_damaged = false) {
-  LoadOptions options;
-  options.allow_damaged = allow_damaged;
-  options.decode_all = route == Route::kDecodeAll;
-  options.index_on_demand = route == Route::kOnDemand;
+  const LoadOptions options = testing::RouteOptions(route, allow_damaged);
   Report report;
   StatusOr<Run> run_a = LoadRun(a, options);
   StatusOr<Run> run_b = run_a.ok() ? LoadRun(b, options) : run_a.status();

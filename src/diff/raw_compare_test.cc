@@ -103,18 +103,7 @@ bool WalkEqual(std::string_view pa, const Tables& t, std::string_view pb, bool* 
   OpRecord a, b;
   RecordError error;
   *both_decode = DecodeOp(pa, t.a, &a, &error) && DecodeOp(pb, t.b, &b, &error);
-  if (!*both_decode || t.a.Get(a.op) != t.b.Get(b.op) || a.inputs.size() != b.inputs.size() ||
-      a.outputs.size() != b.outputs.size()) {
-    return false;
-  }
-  bool compared = false;
-  for (size_t idx = 0; idx < a.inputs.size(); ++idx) {
-    if (!ArgsEqual(a.inputs[idx], b.inputs[idx], &compared)) return false;
-  }
-  for (size_t idx = 0; idx < a.outputs.size(); ++idx) {
-    if (!ArgsEqual(a.outputs[idx], b.outputs[idx], &compared)) return false;
-  }
-  return true;
+  return *both_decode && t.a.Get(a.op) == t.b.Get(b.op) && SameArgs(a, b);
 }
 
 std::string_view AfterSeq(std::string_view payload) {

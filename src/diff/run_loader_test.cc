@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "diff/load_routes_test_util.h"
 #include "trace/crc32c.h"
 #include "trace/record_codec.h"
 #include "trace/trace_test_util.h"
@@ -13,12 +14,12 @@
 namespace upguard {
 namespace {
 
+using testing::Route;
+
 using testing::FrameSpans;
 using testing::ReadBytes;
 using testing::TempTracePath;
 using testing::WriteBytes;
-
-enum class Route { kDecodeAll, kIndexed, kOnDemand };
 
 // Everything one route yields for a file, as text.
 struct View {
@@ -54,10 +55,7 @@ Status ReadOnDemand(const RankTrace& trace) {
 }
 
 View Load(const std::string& path, Route route, bool allow_damaged) {
-  LoadOptions options;
-  options.allow_damaged = allow_damaged;
-  options.decode_all = route == Route::kDecodeAll;
-  options.index_on_demand = route == Route::kOnDemand;
+  const LoadOptions options = testing::RouteOptions(route, allow_damaged);
   View view;
   StatusOr<RankTrace> trace = LoadRankTrace(path, options);
   if (!trace.ok()) {
