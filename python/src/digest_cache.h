@@ -39,7 +39,7 @@ class DigestCache {
     c10::weak_intrusive_ptr<c10::StorageImpl> storage;
     int64_t offset = 0;
     c10::ScalarType dtype = c10::ScalarType::Undefined;
-    uint32_t version = 0;
+    int64_t version = 0;
     std::vector<int64_t> sizes;
     std::vector<int64_t> strides;
     TensorDigest digest;

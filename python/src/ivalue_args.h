@@ -38,7 +38,7 @@ class UninitTracker {
  private:
   struct Entry {
     c10::weak_intrusive_ptr<c10::StorageImpl> storage;  // holds the address, not the data
-    uint32_t version;
+    int64_t version;
   };
   std::mutex mu_;
   std::unordered_map<const c10::StorageImpl*, Entry> entries_;

@@ -43,7 +43,11 @@ TEST(RecorderTest, RecordsOpsStepsAndMetadataWithoutTorch) {
                                Arg::Scalar("alpha", "1")};
     std::vector<ArgRecord> digested = (*recorder)->DigestArgs(inputs);
     for (int idx = 0; idx < 4; ++idx) y[idx] = x[idx] * w[idx];
-    OpEvent op{"engine::mul", Phase::kForward, 0, "layer0", "engine.cc:1", ""};
+    OpEvent op;
+    op.op = "engine::mul";
+    op.phase = Phase::kForward;
+    op.module = "layer0";
+    op.call_site = "engine.cc:1";
     op.outputs = {Arg::Tensor("out", {DType::kFloat32, sizes, strides, 1, y})};
     (*recorder)->Record(op, std::move(digested));
     w[0] += 1;  // the "optimizer"
