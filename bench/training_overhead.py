@@ -39,37 +39,40 @@ import upguard  # noqa: E402
 from gpt import GPT, GPTConfig  # noqa: E402
 
 
-class HashEveryOutput(TorchDispatchMode):
+class PerOutputMode(TorchDispatchMode):
+    """A Python recorder: runs every op, then looks at each tensor it returned."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops = 0
+
+    def look(self, tensor: torch.Tensor) -> None:
+        raise NotImplementedError
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        out = func(*args, **(kwargs or {}))
+        self.ops += 1
+        for t in out if isinstance(out, (tuple, list)) else (out,):
+            if isinstance(t, torch.Tensor):
+                self.look(t)
+        return out
+
+
+class HashEveryOutput(PerOutputMode):
     """Baseline A: what a user writes in an afternoon."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.ops = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-        out = func(*args, **(kwargs or {}))
-        self.ops += 1
-        for t in out if isinstance(out, (tuple, list)) else (out,):
-            if isinstance(t, torch.Tensor) and t.layout == torch.strided:
-                hashlib.blake2b(t.detach().contiguous().numpy().tobytes()).digest()
-        return out
+    def look(self, tensor: torch.Tensor) -> None:
+        if tensor.layout == torch.strided:
+            hashlib.blake2b(tensor.detach().contiguous().numpy().tobytes()).digest()
 
 
-class StatsEveryOutput(TorchDispatchMode):
+class StatsEveryOutput(PerOutputMode):
     """Baseline B: per-op statistics with torch ops, like msprobe's statistics mode."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.ops = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-        out = func(*args, **(kwargs or {}))
-        self.ops += 1
-        for t in out if isinstance(out, (tuple, list)) else (out,):
-            if isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel() > 0:
-                d = t.detach()
-                (d.min().item(), d.max().item(), d.mean().item(), d.norm().item())
-        return out
+    def look(self, tensor: torch.Tensor) -> None:
+        if tensor.is_floating_point() and tensor.numel() > 0:
+            d = tensor.detach()
+            (d.min().item(), d.max().item(), d.mean().item(), d.norm().item())
 
 
 def make_trainer(layers: int, width: int, block: int, batch: int) -> Callable[[int], float]:
