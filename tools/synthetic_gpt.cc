@@ -1,193 +1,10 @@
 // The GPT-like step template of the synthetic traces (synthetic_program.h). The op names,
 // nesting and argument lists follow what the PyTorch adapter records for examples/gpt.py; the
 // sizes (batch 8, 64 tokens, width 256, vocabulary 512) only set the shapes written.
-#include <string>
-
-#include "digest/digest.h"
-#include "tools/synthetic_program.h"
+#include "tools/synthetic_gpt_builder.h"
 
 namespace upguard::synthetic {
-namespace {
-
-constexpr DType kF32 = DType::kFloat32;
-constexpr int64_t kBatch = 8, kTokens = 64, kWidth = 256, kVocab = 512, kHeads = 4;
-constexpr int64_t kRows = kBatch * kTokens;
-constexpr int64_t kHeadWidth = kWidth / kHeads;
-
-using Shape = std::vector<int64_t>;
-
-Shape Act(int64_t width) { return {kBatch, kTokens, width}; }
-
-// A parameter with its gradient slot and shape, in registration order (the optimizer's order).
-struct Param {
-  int slot;
-  int grad;
-  Shape shape;
-};
-
-class GptBuilder {
- public:
-  explicit GptBuilder(ProgramBuilder& b) : b_(b) {}
-
-  void Build(int layers);
-
- private:
-  struct Linear {
-    std::string module, site;
-    int64_t in, out;
-    Param weight, bias;
-    int input = -1, input_rows = -1, output = -1;  // slots seen in forward
-  };
-  struct LayerNorm {
-    std::string module, site;
-    Param weight, bias;
-    int input = -1, mean = -1, rstd = -1;
-  };
-  struct Block {
-    LayerNorm ln1, ln2;
-    Linear qkv, proj, fc, proj2;
-    int q = -1, k_t = -1, v = -1, probs = -1, gelu_in = -1;
-  };
-
-  Param NewParam(Shape shape) {
-    params_.push_back(Param{b_.Parameter(), b_.Slot(), std::move(shape)});
-    return params_.back();
-  }
-  Linear NewLinear(const std::string& module, const std::string& site, int64_t in, int64_t out) {
-    return Linear{module, site, in, out, NewParam({out, in}), NewParam({out})};
-  }
-  LayerNorm NewLayerNorm(const std::string& module, const std::string& site) {
-    return LayerNorm{module, site, NewParam({kWidth}), NewParam({kWidth})};
-  }
-
-  int LinearForward(Linear& l, int x);
-  int LinearBackward(const Linear& l, int grad);
-  int LayerNormForward(LayerNorm& ln, int x);
-  int LayerNormBackward(const LayerNorm& ln, int grad);
-  int BlockForward(Block& block, int x, const std::string& prefix);
-  int BlockBackward(const Block& block, int grad, const std::string& prefix);
-  void Adam(const Param& param);
-  void BatchViews(uint32_t depth, int source);
-  int Matmul(int left, int right, int64_t m, int64_t k, int64_t n);
-  int Add(int self, int other);
-
-  ProgramBuilder& b_;
-  std::vector<Param> params_;
-};
-
-int GptBuilder::LinearForward(Linear& l, int x) {
-  b_.At(l.module, l.site, Phase::kForward);
-  const int weight_t = b_.Slot(), rows = b_.Slot(), mm = b_.Slot(), out = b_.Slot();
-  const std::string rows_text = "[" + std::to_string(kRows) + ", ";
-  b_.Op("aten::t", 1)
-      .Alias("self", kF32, {l.out, l.in})
-      .OutView(weight_t, l.weight.slot, kF32, {l.in, l.out});
-  b_.Op("aten::view", 1)
-      .Alias("self", kF32, Act(l.in))
-      .Scalar("size", rows_text + std::to_string(l.in) + "]")
-      .OutView(rows, x, kF32, {kRows, l.in});
-  b_.Op("aten::addmm", 1)
-      .In("self", l.bias.slot, kF32, {l.out})
-      .In("mat1", rows, kF32, {kRows, l.in})
-      .In("mat2", weight_t, kF32, {l.in, l.out})
-      .Scalar("beta", "1")
-      .Scalar("alpha", "1")
-      .Out(mm, kF32, {kRows, l.out});
-  b_.Op("aten::view", 1)
-      .Alias("self", kF32, {kRows, l.out})
-      .Scalar("size", "[8, 64, " + std::to_string(l.out) + "]")
-      .OutView(out, mm, kF32, Act(l.out));
-  b_.Op("aten::linear")
-      .In("input", x, kF32, Act(l.in))
-      .In("weight", l.weight.slot, kF32, {l.out, l.in})
-      .In("bias", l.bias.slot, kF32, {l.out})
-      .OutCopy(out, out, kF32, Act(l.out));
-  l.input = x;
-  l.input_rows = rows;
-  l.output = out;
-  return out;
-}
-
-int GptBuilder::LinearBackward(const Linear& l, int grad) {
-  b_.At(l.module, l.site, Phase::kBackward, "AddmmBackward0");
-  const int weight_t = b_.Slot(), conj = b_.Slot(), grad_in = b_.Slot(), rows_t = b_.Slot();
-  const int grad_w_t = b_.Slot(), grad_b = b_.Slot();
-  b_.Op("aten::t")
-      .Alias("self", kF32, {l.in, l.out})
-      .OutView(weight_t, l.weight.slot, kF32, {l.out, l.in});
-  b_.Op("aten::resolve_conj")
-      .Alias("self", kF32, {l.out, l.in})
-      .OutView(conj, weight_t, kF32, {l.out, l.in});
-  b_.Op("aten::mm")
-      .In("self", grad, kF32, {kRows, l.out})
-      .In("mat2", conj, kF32, {l.out, l.in})
-      .Out(grad_in, kF32, {kRows, l.in});
-  b_.Op("aten::t")
-      .Alias("self", kF32, {kRows, l.in})
-      .OutView(rows_t, l.input_rows, kF32, {l.in, kRows});
-  b_.Op("aten::mm")
-      .In("self", rows_t, kF32, {l.in, kRows})
-      .In("mat2", grad, kF32, {kRows, l.out})
-      .Out(grad_w_t, kF32, {l.in, l.out});
-  b_.Op("aten::t")
-      .Alias("self", kF32, {l.in, l.out})
-      .OutView(l.weight.grad, grad_w_t, kF32, {l.out, l.in});
-  b_.Op("aten::sum")
-      .In("self", grad, kF32, {kRows, l.out})
-      .Scalar("dim", "[0]")
-      .Scalar("keepdim", "True")
-      .None("dtype")
-      .Out(grad_b, kF32, {1, l.out});
-  b_.Op("aten::view")
-      .Alias("self", kF32, {1, l.out})
-      .Scalar("size", "[" + std::to_string(l.out) + "]")
-      .OutView(l.bias.grad, grad_b, kF32, {l.out});
-  return grad_in;
-}
-
-int GptBuilder::LayerNormForward(LayerNorm& ln, int x) {
-  b_.At(ln.module, ln.site, Phase::kForward);
-  const int out = b_.Slot();
-  ln.input = x;
-  ln.mean = b_.Slot();
-  ln.rstd = b_.Slot();
-  b_.Op("aten::native_layer_norm", 1)
-      .In("input", x, kF32, Act(kWidth))
-      .Scalar("normalized_shape", "[256]")
-      .In("weight", ln.weight.slot, kF32, {kWidth})
-      .In("bias", ln.bias.slot, kF32, {kWidth})
-      .Scalar("eps", "1e-05")
-      .Out(out, kF32, Act(kWidth))
-      .Out(ln.mean, kF32, {kBatch, kTokens, 1})
-      .Out(ln.rstd, kF32, {kBatch, kTokens, 1});
-  b_.Op("aten::layer_norm")
-      .In("input", x, kF32, Act(kWidth))
-      .Scalar("normalized_shape", "[256]")
-      .In("weight", ln.weight.slot, kF32, {kWidth})
-      .In("bias", ln.bias.slot, kF32, {kWidth})
-      .Scalar("eps", "1e-05")
-      .Scalar("cudnn_enable", "True")
-      .OutCopy(out, out, kF32, Act(kWidth));
-  return out;
-}
-
-int GptBuilder::LayerNormBackward(const LayerNorm& ln, int grad) {
-  b_.At(ln.module, ln.site, Phase::kBackward, "NativeLayerNormBackward0");
-  const int grad_in = b_.Slot();
-  b_.Op("aten::native_layer_norm_backward")
-      .In("grad_out", grad, kF32, Act(kWidth))
-      .In("input", ln.input, kF32, Act(kWidth))
-      .Scalar("normalized_shape", "[256]")
-      .In("mean", ln.mean, kF32, {kBatch, kTokens, 1})
-      .In("rstd", ln.rstd, kF32, {kBatch, kTokens, 1})
-      .In("weight", ln.weight.slot, kF32, {kWidth})
-      .In("bias", ln.bias.slot, kF32, {kWidth})
-      .Scalar("output_mask", "[True, True, True]")
-      .Out(grad_in, kF32, Act(kWidth))
-      .Out(ln.weight.grad, kF32, {kWidth})
-      .Out(ln.bias.grad, kF32, {kWidth});
-  return grad_in;
-}
+namespace gpt_internal {
 
 int GptBuilder::BlockForward(Block& block, int x, const std::string& prefix) {
   const Shape heads = {kBatch, kHeads, kTokens, kHeadWidth};
@@ -435,98 +252,6 @@ int GptBuilder::BlockBackward(const Block& block, int grad, const std::string& p
   return g_in;
 }
 
-// The per-matrix views a CPU bmm records inside itself (nested one level below `depth`).
-void GptBuilder::BatchViews(uint32_t depth, int source) {
-  const Shape batch = {kBatch * kHeads, kTokens, kHeadWidth};
-  for (int entry = 0; entry < 8; ++entry) {
-    const int strided = b_.Slot(), selected = b_.Slot();
-    b_.Op("aten::as_strided", depth + 2)
-        .Alias("self", kF32, batch)
-        .Scalar("size", "[64, 64]")
-        .Scalar("stride", "[64, 1]")
-        .Scalar("storage_offset", std::to_string(entry * kTokens * kHeadWidth))
-        .OutView(strided, source, kF32, {kTokens, kHeadWidth});
-    b_.Op("aten::select", depth + 1)
-        .Alias("self", kF32, batch)
-        .Scalar("dim", "0")
-        .Scalar("index", std::to_string(entry))
-        .OutView(selected, strided, kF32, {kTokens, kHeadWidth});
-    b_.Op("aten::resolve_conj", depth + 1)
-        .Alias("self", kF32, {kTokens, kHeadWidth})
-        .OutView(b_.Slot(), selected, kF32, {kTokens, kHeadWidth});
-  }
-}
-
-// A residual (or gradient) sum of two activations.
-int GptBuilder::Add(int self, int other) {
-  const int out = b_.Slot();
-  b_.Op("aten::add")
-      .In("self", self, kF32, Act(kWidth))
-      .In("other", other, kF32, Act(kWidth))
-      .Scalar("alpha", "1")
-      .Out(out, kF32, Act(kWidth));
-  return out;
-}
-
-// torch.matmul of [B, H, m, k] by [B, H, k, n]: a bmm over the flattened batch (with its
-// per-matrix views) and the view back, nested in the matmul.
-int GptBuilder::Matmul(int left, int right, int64_t m, int64_t k, int64_t n) {
-  const int64_t batch = kBatch * kHeads;
-  const Shape out_shape = {kBatch, kHeads, m, n};
-  const int mm = b_.Slot(), out = b_.Slot();
-  BatchViews(1, left);
-  b_.Op("aten::bmm", 1)
-      .In("self", left, kF32, {batch, m, k})
-      .In("mat2", right, kF32, {batch, k, n})
-      .Out(mm, kF32, {batch, m, n});
-  b_.Op("aten::_unsafe_view", 1)
-      .Alias("self", kF32, {batch, m, n})
-      .Scalar("size", "[8, 4, " + std::to_string(m) + ", " + std::to_string(n) + "]")
-      .OutView(out, mm, kF32, out_shape);
-  b_.Op("aten::matmul")
-      .In("self", left, kF32, {kBatch, kHeads, m, k})
-      .In("other", right, kF32, {kBatch, kHeads, k, n})
-      .OutCopy(out, out, kF32, out_shape);
-  return out;
-}
-
-// AdamW (torch.optim, foreach=False): eight ops per parameter.
-void GptBuilder::Adam(const Param& p) {
-  const int m = b_.Slot(), v = b_.Slot(), denom = b_.Slot();
-  b_.Op("aten::mul_")
-      .In("self", p.slot, kF32, p.shape)
-      .Scalar("other", "0.9999")
-      .Out(p.slot, kF32, p.shape);
-  b_.Op("aten::lerp_")
-      .In("self", m, kF32, p.shape)
-      .In("end", p.grad, kF32, p.shape)
-      .Scalar("weight", "0.1")
-      .Out(m, kF32, p.shape);
-  b_.Op("aten::mul_").In("self", v, kF32, p.shape).Scalar("other", "0.999").Out(v, kF32, p.shape);
-  b_.Op("aten::addcmul_")
-      .In("self", v, kF32, p.shape)
-      .In("tensor1", p.grad, kF32, p.shape)
-      .In("tensor2", p.grad, kF32, p.shape)
-      .Scalar("value", "0.001")
-      .Out(v, kF32, p.shape);
-  b_.Op("aten::sqrt").In("self", v, kF32, p.shape).Out(denom, kF32, p.shape);
-  b_.Op("aten::div_")
-      .In("self", denom, kF32, p.shape)
-      .Scalar("other", "0.0316")
-      .Out(denom, kF32, p.shape);
-  b_.Op("aten::add_")
-      .In("self", denom, kF32, p.shape)
-      .Scalar("other", "1e-08")
-      .Scalar("alpha", "1")
-      .Out(denom, kF32, p.shape);
-  b_.Op("aten::addcdiv_")
-      .In("self", p.slot, kF32, p.shape)
-      .In("tensor1", m, kF32, p.shape)
-      .In("tensor2", denom, kF32, p.shape)
-      .Scalar("value", "-0.0003")
-      .Out(p.slot, kF32, p.shape);
-}
-
 void GptBuilder::Build(int layers) {
   Program& program = b_.program();
   program.batch_slot = b_.Slot();
@@ -689,20 +414,20 @@ void GptBuilder::Build(int layers) {
       .Out(total, kF32, {});
 }
 
-}  // namespace
+}  // namespace gpt_internal
 
 Program BuildGptProgram(uint64_t ops_per_step, ProgramBuilder& builder) {
   // Measure one and two blocks without touching the real string table, then build the largest
   // model that fits.
   auto size_with = [](int layers) {
     ProgramBuilder dry([](std::string_view) { return kEmptyString; });
-    GptBuilder(dry).Build(layers);
+    gpt_internal::GptBuilder(dry).Build(layers);
     return static_cast<uint64_t>(dry.program().ops.size());
   };
   const uint64_t one = size_with(1), per_block = size_with(2) - one;
   const int layers =
       ops_per_step <= one ? 1 : static_cast<int>(1 + (ops_per_step - one) / per_block);
-  GptBuilder(builder).Build(layers);
+  gpt_internal::GptBuilder(builder).Build(layers);
   return std::move(builder.program());
 }
 

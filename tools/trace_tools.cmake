@@ -7,6 +7,7 @@ target_compile_options(upguard_ugt_text PRIVATE ${UPGUARD_WARNINGS})
 # Synthetic GPT-like runs of any size (benchmarks, tests): tools/synthetic_trace.h.
 add_library(upguard_synthetic_trace STATIC ${CMAKE_CURRENT_SOURCE_DIR}/synthetic_program.cc
                                            ${CMAKE_CURRENT_SOURCE_DIR}/synthetic_gpt.cc
+                                           ${CMAKE_CURRENT_SOURCE_DIR}/synthetic_gpt_layers.cc
                                            ${CMAKE_CURRENT_SOURCE_DIR}/synthetic_trace.cc)
 target_include_directories(upguard_synthetic_trace PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(upguard_synthetic_trace PUBLIC upguard_trace PkgConfig::XXHASH
