@@ -165,7 +165,7 @@ std::string RunMetaJson(const SyntheticOptions& options) {
       {"world_size", 1},
       {"argv", {"/usr/bin/python3", "synthetic_gpt.py", "--seed", std::to_string(options.seed)}},
       {"upguard_version", "0.1.0"},
-      {"trace_version", 1},
+      {"trace_version", kTraceVersion},
       {"torch_version", "synthetic"},
       {"synthetic",
        {{"ops", options.ops},
@@ -179,7 +179,7 @@ std::string RunMetaJson(const SyntheticOptions& options) {
 std::string RunDirMetaJson(const SyntheticOptions& options) {
   nlohmann::json meta = {
       {"format", "upguard-run"},
-      {"trace_version", 1},
+      {"trace_version", kTraceVersion},
       {"upguard_version", "0.1.0"},
       {"argv", {"/usr/bin/python3", "synthetic_gpt.py", "--seed", std::to_string(options.seed)}},
       {"cwd", "/synthetic"},

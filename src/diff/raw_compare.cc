@@ -93,11 +93,17 @@ class Cursor {
   return true;
 }
 
+// DecodeOp's rule for a tensor's flags byte (§5.3).
+inline bool ValidFlags(uint8_t flags) {
+  return flags == 0 || flags == kArgFlagHasStats ||
+         flags == (kArgFlagHasStats | kArgFlagStatsShared);
+}
+
 // A tensor's flags and statistics, which the walk does not compare: each side only checked.
 [[gnu::always_inline]] inline bool SkipFlagsAndStats(Cursor& in) {
   uint8_t flags = 0;
-  if (!in.U8(&flags) || (flags & ~kArgFlagHasStats) != 0) return false;
-  if (flags == 0) return true;
+  if (!in.U8(&flags) || !ValidFlags(flags)) return false;
+  if (flags != kArgFlagHasStats) return true;  // none, or shared with an earlier tensor
   const char* doubles = nullptr;
   uint64_t count = 0;
   return in.Bytes(4 * 8, &doubles) && in.Varint(&count) && in.Varint(&count) && in.Varint(&count) &&
@@ -148,8 +154,8 @@ bool LedEqual(std::string_view payload_a, uint32_t ids_a, std::string_view paylo
             }
           }
           if (!a.Bytes(kDigestBytes, &digest)) return false;
-          if (!a.U8(&flags) || (flags & ~kArgFlagHasStats) != 0) return false;
-          if (flags != 0) {
+          if (!a.U8(&flags) || !ValidFlags(flags)) return false;
+          if (flags == kArgFlagHasStats) {
             const char* doubles = nullptr;
             if (!a.Bytes(4 * 8, &doubles) || !a.Varint(&wide) || !a.Varint(&wide) ||
                 !a.Varint(&wide) || !a.Varint(&wide)) {

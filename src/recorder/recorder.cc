@@ -14,6 +14,7 @@
 #include "base/file.h"
 #include "digest/digest.h"
 #include "recorder/intern_cache.h"
+#include "trace/format.h"
 #include "trace/writer.h"
 #include "upguard/version.h"
 
@@ -57,7 +58,7 @@ class Recorder::Impl {
     RETURN_IF_ERROR(MakeDirectories(options_.run_dir));
     meta_ = engine;
     meta_["upguard_version"] = kUpguardVersion;
-    meta_["trace_version"] = 1;
+    meta_["trace_version"] = kTraceVersion;
     meta_["rank"] = options_.rank;
     meta_["world_size"] = options_.world_size;
     meta_["hostname"] = HostName();

@@ -26,7 +26,7 @@ static_assert(sizeof(FileHeader) == 16, "trace header is 16 bytes on disk");
 
 inline constexpr char kTraceMagic[8] = {'U', 'P', 'G', 'T', 'R', 'A', 'C', 'E'};
 inline constexpr size_t kFileHeaderBytes = sizeof(FileHeader);
-inline constexpr uint16_t kTraceVersion = 1;  // what this writer writes
+inline constexpr uint16_t kTraceVersion = 2;  // what this writer writes
 
 // §3.2: a frame is length:u32 type:u8 reserved:3 payload crc:u32.
 inline constexpr size_t kFrameHeaderBytes = 8;
@@ -37,6 +37,7 @@ inline constexpr uint32_t kMaxPayloadBytes = 64u << 20;
 inline constexpr size_t kDigestBytes = 16;
 // §5.3: arg flags.
 inline constexpr uint8_t kArgFlagHasStats = 0x01;
+inline constexpr uint8_t kArgFlagStatsShared = 0x02;  // v2: with HasStats, stats left out (§5.3.1)
 
 inline void StoreLe16(uint16_t value, char* out) {
   out[0] = static_cast<char>(value);

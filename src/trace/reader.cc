@@ -11,6 +11,7 @@
 #include "trace/crc32c.h"
 #include "trace/format.h"
 #include "trace/record_codec.h"
+#include "trace/shared_stats.h"
 #include "trace/trace_checks.h"
 
 namespace upguard {
@@ -51,6 +52,7 @@ class TraceReader::Impl {
   uint16_t version_ = 0;
   std::string meta_json_;
   StringTable strings_;
+  SharedStats shared_stats_;  // the step scope of §5.3.1
   bool complete_ = false;
   bool done_ = false;
   std::optional<TraceDamage> damage_;
@@ -180,6 +182,11 @@ StatusOr<bool> TraceReader::Next(TraceRecord* record) {
         impl.Damage(error);
         break;
       }
+      impl.shared_stats_.Enter(record->op.step);
+      if (!impl.shared_stats_.Resolve(&record->op, &error)) {
+        impl.Damage(error);
+        break;
+      }
       if (record->op.seq != impl.ops_read_) {
         impl.Damage(WrongSeq(record->op.seq, impl.ops_read_));
         break;
@@ -190,6 +197,7 @@ StatusOr<bool> TraceReader::Next(TraceRecord* record) {
         impl.Damage(error);
         break;
       }
+      impl.shared_stats_.EndStep();
     } else if (!impl.Consume(type, payload)) {
       break;
     }

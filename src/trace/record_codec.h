@@ -21,6 +21,8 @@
 
 namespace upguard {
 
+class SharedStats;
+
 // Why a payload could not be decoded: `reason` is the short damage name ("undefined string id
 // 7", "malformed op record"), `detail` says where or what ("input 2: unknown dtype 40").
 struct RecordError {
@@ -35,8 +37,11 @@ void BeginFrame(std::string* frame);
 void FinishFrame(RecordType type, std::string* frame);
 
 // Writers: append the payload to `out`. EncodeOp fails (InvalidArgument) for ids not in
-// `strings`, unknown enum values, negative dims or a payload over kMaxPayloadBytes.
-Status EncodeOp(const OpRecord& op, uint64_t seq, const StringTable& strings, std::string* out);
+// `strings`, unknown enum values, negative dims or a payload over kMaxPayloadBytes. With
+// `shared` (the writer's scope, already Entered for this op), statistics an earlier argument of
+// the step wrote are left out (§5.3.1); on failure the scope is Reset.
+Status EncodeOp(const OpRecord& op, uint64_t seq, const StringTable& strings, std::string* out,
+                SharedStats* shared = nullptr);
 void EncodeString(StringId id, std::string_view text, std::string* out);
 void EncodeStepEnd(const StepEndRecord& step_end, std::string* out);
 void EncodeEnd(uint64_t op_count, std::string* out);

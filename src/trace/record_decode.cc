@@ -152,6 +152,7 @@ bool DecodeArg(Decoder& in, const StringTable& strings, size_t id_limit, const A
   arg->shape.clear();
   arg->digest = Digest128{};
   arg->has_stats = false;
+  arg->stats_shared = false;
   arg->stats = TensorStats{};
   arg->text = kEmptyString;
   switch (arg->kind) {
@@ -161,11 +162,13 @@ bool DecodeArg(Decoder& in, const StringTable& strings, size_t id_limit, const A
           !in.U8("flags", &flags)) {
         return false;
       }
-      if (flags & ~kArgFlagHasStats) {
+      if ((flags & ~(kArgFlagHasStats | kArgFlagStatsShared)) != 0 ||
+          flags == kArgFlagStatsShared) {
         return in.Fail(where.str() + ": reserved bits set in flags byte " + std::to_string(flags));
       }
       arg->has_stats = (flags & kArgFlagHasStats) != 0;
-      return !arg->has_stats || DecodeStats(in, &arg->stats);
+      arg->stats_shared = (flags & kArgFlagStatsShared) != 0;
+      return !arg->has_stats || arg->stats_shared || DecodeStats(in, &arg->stats);
     }
     case ArgKind::kScalar: {
       if (!in.Id("scalar text", id_limit, &arg->text)) return false;

@@ -4,6 +4,7 @@
 #include "trace/crc32c.h"
 #include "trace/format.h"
 #include "trace/record_codec.h"
+#include "trace/shared_stats.h"
 #include "trace/varint.h"
 
 namespace upguard {
@@ -88,7 +89,7 @@ char* PutDouble(double value, char* p) {
 }
 
 // Precondition: CheckArg passed and ArgMaxBytes(arg) bytes are free at p.
-char* PutArg(const ArgRecord& arg, char* p) {
+char* PutArg(const ArgRecord& arg, SharedStats* shared, char* p) {
   *p++ = static_cast<char>(arg.kind);
   p = PutVarint(arg.name, p);
   switch (arg.kind) {
@@ -96,8 +97,15 @@ char* PutArg(const ArgRecord& arg, char* p) {
       p = PutShape(arg, p);
       StoreDigest(arg.digest, p);
       p += kDigestBytes;
-      *p++ = static_cast<char>(arg.has_stats ? kArgFlagHasStats : 0);
-      if (!arg.has_stats) return p;
+      if (!arg.has_stats) {
+        *p++ = 0;
+        return p;
+      }
+      if (shared != nullptr && shared->Share(arg)) {
+        *p++ = static_cast<char>(kArgFlagHasStats | kArgFlagStatsShared);
+        return p;
+      }
+      *p++ = static_cast<char>(kArgFlagHasStats);
       const TensorStats& stats = arg.stats;
       for (double value : {stats.min, stats.max, stats.mean, stats.l2}) p = PutDouble(value, p);
       for (uint64_t count :
@@ -132,7 +140,8 @@ void FinishFrame(RecordType type, std::string* frame) {
   AppendFixed32(Crc32c(frame->data(), frame->size()), frame);
 }
 
-Status EncodeOp(const OpRecord& op, uint64_t seq, const StringTable& strings, std::string* out) {
+Status EncodeOp(const OpRecord& op, uint64_t seq, const StringTable& strings, std::string* out,
+                SharedStats* shared) {
   RETURN_IF_ERROR(CheckOp(op, strings));
   size_t max_bytes = kOpFixedMaxBytes;
   for (const ArgRecord& arg : op.inputs) max_bytes += ArgMaxBytes(arg);
@@ -147,13 +156,14 @@ Status EncodeOp(const OpRecord& op, uint64_t seq, const StringTable& strings, st
                          uint64_t{op.call_site}, uint64_t{op.node}, uint64_t{op.inputs.size()}}) {
     p = PutVarint(field, p);
   }
-  for (const ArgRecord& arg : op.inputs) p = PutArg(arg, p);
+  for (const ArgRecord& arg : op.inputs) p = PutArg(arg, shared, p);
   p = PutVarint(op.outputs.size(), p);
-  for (const ArgRecord& arg : op.outputs) p = PutArg(arg, p);
+  for (const ArgRecord& arg : op.outputs) p = PutArg(arg, shared, p);
   const size_t payload_bytes = static_cast<size_t>(p - begin);
   out->resize(start + payload_bytes);
   if (payload_bytes > kMaxPayloadBytes) {
     out->resize(start);
+    if (shared != nullptr) shared->Reset();  // it saw statistics that are not written
     return InvalidArgument("cannot write op " + strings.Get(op.op) + ": its record exceeds " +
                            std::to_string(kMaxPayloadBytes) + " bytes");
   }

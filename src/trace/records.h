@@ -46,6 +46,9 @@ struct ArgRecord {
   Digest128 digest;               // kTensor: of the values; kScalar: of the text
   bool has_stats = false;         // kTensor with a floating dtype
   TensorStats stats;
+  // Decoded only: has_stats, but the record left the statistics out (trace.md §5.3.1);
+  // SharedStats::Resolve fills them in and clears this.
+  bool stats_shared = false;
   StringId text = kEmptyString;  // kScalar only
 };
 

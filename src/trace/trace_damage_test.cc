@@ -130,14 +130,14 @@ TEST_F(TraceDamageTest, HeaderDamage) {
                 "written by 'upguard record'");
 
   damaged = bytes_;
-  StoreLe16(2, &damaged[8]);
+  StoreLe16(3, &damaged[8]);
   WriteBytes(damaged_path, damaged);
   open = TraceReader::Open(damaged_path);
   ASSERT_FALSE(open.ok());
   EXPECT_EQ(open.status().code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(Contains(open.status().message(),
-                       "trace format version 2 is not supported (this "
-                       "upguard reads versions 1 to 1); upgrade"))
+                       "trace format version 3 is not supported (this "
+                       "upguard reads versions 1 to 2); upgrade"))
       << open.status().message();
 
   damaged = bytes_;
@@ -230,7 +230,7 @@ TEST_F(TraceDamageTest, OpWithWrongSeqIsDamage) {
   WriteBytes(path, WithFrame(bytes_, spans_, RecordType::kOp, op_payload));
   auto back = ReadAll(path);
   ASSERT_TRUE(back.ok() && back->damage.has_value());
-  EXPECT_TRUE(Contains(back->damage->message, "seq 0, expected 5")) << back->damage->message;
+  EXPECT_TRUE(Contains(back->damage->message, "seq 0, expected 6")) << back->damage->message;
 }
 
 TEST_F(TraceDamageTest, DataAfterEndIsDamage) {
@@ -285,7 +285,7 @@ TEST_F(TraceDamageTest, DamageMessageCountsReadableRecords) {
   auto back = ReadAll(path);
   ASSERT_TRUE(back.ok() && back->damage.has_value());
   EXPECT_TRUE(Contains(back->damage->message, " — the " + std::to_string(spans_.size() - 1) +
-                                                  " records before it (5 ops) "
+                                                  " records before it (6 ops) "
                                                   "are readable"))
       << back->damage->message;
 }

@@ -5,6 +5,7 @@
 #include "base/file.h"
 #include "trace/format.h"
 #include "trace/record_codec.h"
+#include "trace/shared_stats.h"
 #include "trace/trace_checks.h"
 
 namespace upguard {
@@ -234,6 +235,7 @@ std::optional<TraceDamage> TraceIndex::ReadStep(size_t step_idx, std::vector<OpR
   size_t id_limit = span.strings_before;
   uint64_t op_idx = 0;
   RecordError error;
+  SharedStats shared_stats;  // a span is one sharing scope (§5.3.1)
   // The index pass checked every frame in the span; only Op payloads are new here.
   while (offset < span.end_offset) {
     const uint32_t length = LoadLe32(data + offset);
@@ -242,7 +244,8 @@ std::optional<TraceDamage> TraceIndex::ReadStep(size_t step_idx, std::vector<OpR
       ++id_limit;
     } else if (type == RecordType::kOp) {
       const std::string_view payload(data + offset + kFrameHeaderBytes, length);
-      if (!DecodeOp(payload, strings_, id_limit, &(*ops)[op_idx], &error)) {
+      if (!DecodeOp(payload, strings_, id_limit, &(*ops)[op_idx], &error) ||
+          (shared_stats.Enter(span.step), !shared_stats.Resolve(&(*ops)[op_idx], &error))) {
         ops->resize(op_idx);
         return MakeTraceDamage(path_, offset, error, records, span.first_seq + op_idx);
       }

@@ -80,7 +80,8 @@ inline StatusOr<ReadBack> ReadAll(const std::string& path) {
   return back;
 }
 
-// A small trace in text form: every phase, every arg kind, stats on and off, two steps.
+// A small trace in text form: every phase, every arg kind, stats on, off and shared with an
+// earlier tensor (aten::relu's), two steps.
 inline constexpr const char* kSampleTraceText =
     R"(meta {"rank":0,"world_size":1,"argv":["train.py"]}
 op step=0 phase=forward name=aten::linear module=fc site=model.py:10
@@ -91,6 +92,9 @@ op step=0 phase=forward name=aten::linear module=fc site=model.py:10
 op phase=forward depth=1 name=aten::empty
   in size scalar '[2, 4]'
   out uninit float32[2,4]
+op phase=forward name=aten::relu module=act site=model.py:11
+  in self tensor float32[2,3] digest=@x stats=min:-1,max:2,mean:0.25,l2:3.5,finite:6
+  out tensor float32[2,3] digest=@x stats=min:-1,max:2,mean:0.25,l2:3.5,finite:6
 op phase=backward name=aten::t node=TBackward0
   in self tensor float32[4,3] digest=@w
   out alias float32[3,4]

@@ -4,6 +4,7 @@
 
 #include "trace/format.h"
 #include "trace/record_codec.h"
+#include "trace/shared_stats.h"
 #include "trace/step_digest.h"
 #include "trace/varint.h"
 
@@ -28,6 +29,7 @@ class TraceWriter::Impl {
   std::unique_ptr<OutputFile> file_;
   StringTable strings_;
   StepDigester step_digester_;
+  SharedStats shared_stats_;
   std::string frame_;
   Status error_;
   bool closed_ = false;
@@ -82,7 +84,8 @@ Status TraceWriter::WriteOp(const OpRecord& op) {
   RETURN_IF_ERROR(impl.error_);
   if (impl.closed_) return Internal(impl.file_->path() + ": WriteOp after Close");
   BeginFrame(&impl.frame_);
-  RETURN_IF_ERROR(EncodeOp(op, ops_written_, impl.strings_, &impl.frame_));
+  impl.shared_stats_.Enter(op.step);
+  RETURN_IF_ERROR(EncodeOp(op, ops_written_, impl.strings_, &impl.frame_, &impl.shared_stats_));
   RETURN_IF_ERROR(impl.WriteFrame(RecordType::kOp));
   impl.step_digester_.AddOp(op, impl.strings_);
   ++ops_written_;
@@ -95,6 +98,7 @@ Status TraceWriter::EndStep(uint32_t step) {
   if (impl.closed_) return Internal(impl.file_->path() + ": EndStep after Close");
   StepEndRecord step_end{step, impl.step_digester_.op_count(), impl.step_digester_.Finish()};
   impl.step_digester_.Reset();
+  impl.shared_stats_.EndStep();
   BeginFrame(&impl.frame_);
   EncodeStepEnd(step_end, &impl.frame_);
   return impl.WriteFrame(RecordType::kStepEnd);
