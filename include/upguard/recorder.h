@@ -93,6 +93,15 @@ StatusOr<StepRange> ParseStepRange(std::string_view text);
 // True if `name` matches the glob (only '*' and '?').
 bool GlobMatch(std::string_view pattern, std::string_view name);
 
+// Where Record() put an op: its step and index in that step (what `upguard diff` and
+// `upguard show` print as "step S, #I"). `written` is false when nothing was written (recording
+// off or failed).
+struct RecordedOp {
+  bool written = false;
+  uint32_t step = 0;
+  uint64_t index = 0;
+};
+
 class Recorder {
  public:
   static StatusOr<std::unique_ptr<Recorder>> Open(const RecorderOptions& options);
@@ -106,11 +115,14 @@ class Recorder {
   // Digests `args` now (e.g. inputs at op entry). The result feeds Record().
   std::vector<ArgRecord> DigestArgs(const std::vector<Arg>& args);
   // Records an op whose inputs were digested earlier by DigestArgs; digests the outputs now.
-  void Record(const OpEvent& op, std::vector<ArgRecord> inputs);
+  RecordedOp Record(const OpEvent& op, std::vector<ArgRecord> inputs);
   // Records an op whose inputs and outputs were both digested by DigestArgs.
-  void Record(const OpEvent& op, std::vector<ArgRecord> inputs, std::vector<ArgRecord> outputs);
+  RecordedOp Record(const OpEvent& op, std::vector<ArgRecord> inputs,
+                    std::vector<ArgRecord> outputs);
   // Digests inputs and outputs now.
-  void Record(const OpEvent& op);
+  RecordedOp Record(const OpEvent& op);
+  // Ops recorded so far in the current step: the index the next op to end will get.
+  uint64_t ops_in_step() const;
 
   // Ends the current step (writes its StepEnd record if it is in range) and starts the next.
   void MarkStep();

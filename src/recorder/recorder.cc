@@ -152,12 +152,13 @@ class Recorder::Impl {
   }
 
   // `outputs` were digested by DigestArgs, names included.
-  void Record(const OpEvent& op, std::vector<ArgRecord> inputs, std::vector<ArgRecord> outputs) {
+  RecordedOp Record(const OpEvent& op, std::vector<ArgRecord> inputs,
+                    std::vector<ArgRecord> outputs) {
     OpRecord record;
     record.inputs = std::move(inputs);
     record.outputs = std::move(outputs);
     std::lock_guard<std::mutex> lock(mu_);
-    if (!writer_ || !enabled_.load()) return;
+    if (!writer_ || !enabled_.load()) return RecordedOp{};
     record.step = static_cast<uint32_t>(step_.load());
     record.phase = op.phase;
     record.depth = op.depth;
@@ -166,15 +167,21 @@ class Recorder::Impl {
     record.call_site = Intern(op.call_site);
     record.node = Intern(op.node);
     Status status = writer_->WriteOp(record);
-    if (!status.ok()) return FailLocked(status);
-    ++ops_in_step_;
+    if (!status.ok()) {
+      FailLocked(status);
+      return RecordedOp{};
+    }
+    const uint64_t index = ops_in_step_.fetch_add(1, std::memory_order_relaxed);
+    return RecordedOp{true, record.step, index};
   }
+
+  uint64_t ops_in_step() const { return ops_in_step_.load(std::memory_order_relaxed); }
 
   void MarkStep() {
     std::lock_guard<std::mutex> lock(mu_);
     EndStepLocked();
     step_.fetch_add(1);
-    ops_in_step_ = 0;
+    ops_in_step_.store(0, std::memory_order_relaxed);
   }
 
   void EndStepLocked() {
@@ -232,9 +239,9 @@ class Recorder::Impl {
   InternCache intern_cache_;             // guarded by mu_
   std::atomic<bool> enabled_{true};
   std::atomic<int64_t> step_{0};
-  uint64_t ops_in_step_ = 0;  // guarded by mu_
-  uint64_t ops_total_ = 0;    // guarded by mu_
-  Status first_error_;        // guarded by mu_
+  std::atomic<uint64_t> ops_in_step_{0};  // written under mu_
+  uint64_t ops_total_ = 0;                // guarded by mu_
+  Status first_error_;                    // guarded by mu_
 };
 
 Recorder::Recorder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -256,16 +263,17 @@ bool Recorder::Wants(std::string_view op, uint32_t depth) const { return impl_->
 std::vector<ArgRecord> Recorder::DigestArgs(const std::vector<Arg>& args) {
   return impl_->DigestArgs(args);
 }
-void Recorder::Record(const OpEvent& op, std::vector<ArgRecord> inputs) {
-  impl_->Record(op, std::move(inputs), impl_->DigestArgs(op.outputs));
+RecordedOp Recorder::Record(const OpEvent& op, std::vector<ArgRecord> inputs) {
+  return impl_->Record(op, std::move(inputs), impl_->DigestArgs(op.outputs));
 }
-void Recorder::Record(const OpEvent& op, std::vector<ArgRecord> inputs,
-                      std::vector<ArgRecord> outputs) {
-  impl_->Record(op, std::move(inputs), std::move(outputs));
+RecordedOp Recorder::Record(const OpEvent& op, std::vector<ArgRecord> inputs,
+                            std::vector<ArgRecord> outputs) {
+  return impl_->Record(op, std::move(inputs), std::move(outputs));
 }
-void Recorder::Record(const OpEvent& op) {
-  impl_->Record(op, impl_->DigestArgs(op.inputs), impl_->DigestArgs(op.outputs));
+RecordedOp Recorder::Record(const OpEvent& op) {
+  return impl_->Record(op, impl_->DigestArgs(op.inputs), impl_->DigestArgs(op.outputs));
 }
+uint64_t Recorder::ops_in_step() const { return impl_->ops_in_step(); }
 void Recorder::MarkStep() { impl_->MarkStep(); }
 int64_t Recorder::step() const { return impl_->step(); }
 bool Recorder::enabled() const { return impl_->enabled(); }

@@ -49,16 +49,23 @@ TEST(RecorderTest, RecordsOpsStepsAndMetadataWithoutTorch) {
     op.module = "layer0";
     op.call_site = "engine.cc:1";
     op.outputs = {Arg::Tensor("out", {DType::kFloat32, sizes, strides, 1, y})};
-    (*recorder)->Record(op, std::move(digested));
-    w[0] += 1;  // the "optimizer"
+    EXPECT_EQ((*recorder)->ops_in_step(), 0u);
+    const RecordedOp at = (*recorder)->Record(op, std::move(digested));
+    EXPECT_TRUE(at.written);
+    EXPECT_EQ(at.step, static_cast<uint32_t>(step));
+    EXPECT_EQ(at.index, 0u);
+    EXPECT_EQ((*recorder)->ops_in_step(), 1u);
+    EXPECT_EQ((*recorder)->Record(op).index, 1u);  // the next op of the step
+    w[0] += 1;                                     // the "optimizer"
     (*recorder)->MarkStep();
   }
   ASSERT_TRUE((*recorder)->Close().ok());
-  EXPECT_EQ((*recorder)->ops_recorded(), 2u);
+  EXPECT_EQ((*recorder)->ops_recorded(), 4u);
+  EXPECT_FALSE((*recorder)->Record(OpEvent{}).written);  // closed
 
   std::unique_ptr<TraceReader> reader;
   std::vector<TraceRecord> records = ReadAll(options.run_dir + "/rank0.ugt", &reader);
-  ASSERT_EQ(records.size(), 4u);  // op, stepend, op, stepend
+  ASSERT_EQ(records.size(), 6u);  // op, op, stepend, op, op, stepend
   EXPECT_TRUE(reader->complete());
   const OpRecord& first = records[0].op;
   EXPECT_EQ(reader->strings().Get(first.op), "engine::mul");
@@ -69,11 +76,11 @@ TEST(RecorderTest, RecordsOpsStepsAndMetadataWithoutTorch) {
   EXPECT_EQ(reader->strings().Get(first.inputs[2].text), "1");
   EXPECT_TRUE(first.outputs[0].has_stats);
   EXPECT_DOUBLE_EQ(first.outputs[0].stats.max, 2.0);
-  const OpRecord& second = records[2].op;
+  const OpRecord& second = records[3].op;
   EXPECT_EQ(second.step, 1u);
   EXPECT_EQ(second.inputs[0].digest, first.inputs[0].digest);  // x unchanged
   EXPECT_NE(second.inputs[1].digest, first.inputs[1].digest);  // w updated
-  EXPECT_NE(records[1].step_end.digest, records[3].step_end.digest);
+  EXPECT_NE(records[2].step_end.digest, records[5].step_end.digest);
 
   auto meta = nlohmann::json::parse(*ReadFileToString(options.run_dir + "/meta.json"));
   EXPECT_EQ(meta["engine"], "test");

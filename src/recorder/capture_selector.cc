@@ -1,0 +1,107 @@
+#include "recorder/capture_selector.h"
+
+#include <charconv>
+
+#include "upguard/recorder.h"
+
+namespace upguard {
+namespace {
+
+constexpr const char* kKeys =
+    "step=N, index=N, op=GLOB, module=GLOB, phase=forward|backward|optimizer|other, limit=N, "
+    "stop";
+
+bool ParseCount(std::string_view text, uint64_t* out) {
+  if (text.empty()) return false;
+  auto [ptr, error] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return error == std::errc() && ptr == text.data() + text.size();
+}
+
+std::optional<Phase> ParsePhase(std::string_view text) {
+  for (Phase phase : {Phase::kOther, Phase::kForward, Phase::kBackward, Phase::kOptimizer}) {
+    if (PhaseName(phase) == text) return phase;
+  }
+  return std::nullopt;
+}
+
+Status TermError(std::string_view selector, std::string_view term, const std::string& what) {
+  return InvalidArgument("--capture '" + std::string(selector) + "': term '" + std::string(term) +
+                         "' " + what + "; terms are " + kKeys);
+}
+
+}  // namespace
+
+bool CaptureSelector::MayMatch(int64_t op_step, std::string_view op_name,
+                               std::string_view op_module, Phase op_phase) const {
+  if (step && *step != op_step) return false;
+  if (phase && *phase != op_phase) return false;
+  if (!op.empty() && !GlobMatch(op, op_name)) return false;
+  return module.empty() || GlobMatch(module, op_module);
+}
+
+bool CaptureSelector::Matches(int64_t op_step, uint64_t op_index, std::string_view op_name,
+                              std::string_view op_module, Phase op_phase) const {
+  return (!index || *index == op_index) && MayMatch(op_step, op_name, op_module, op_phase);
+}
+
+std::string CaptureSelector::ToString() const {
+  std::string text;
+  auto add = [&text](const std::string& term) { text += (text.empty() ? "" : ",") + term; };
+  if (step) add("step=" + std::to_string(*step));
+  if (index) add("index=" + std::to_string(*index));
+  if (!op.empty()) add("op=" + op);
+  if (!module.empty()) add("module=" + module);
+  if (phase) add("phase=" + std::string(PhaseName(*phase)));
+  add("limit=" + std::to_string(limit));
+  if (stop) add("stop");
+  return text;
+}
+
+StatusOr<CaptureSelector> ParseCaptureSelector(std::string_view text) {
+  CaptureSelector selector;
+  bool limit_given = false;
+  if (text.empty())
+    return InvalidArgument(std::string("--capture: empty selector; terms are ") + kKeys);
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string_view term = text.substr(start, comma - start);
+    start = comma + 1;
+    if (term == "stop") {
+      selector.stop = true;
+      continue;
+    }
+    const size_t eq = term.find('=');
+    if (eq == std::string_view::npos || eq + 1 == term.size()) {
+      return TermError(text, term, "is not KEY=VALUE");
+    }
+    const std::string_view key = term.substr(0, eq);
+    const std::string_view value = term.substr(eq + 1);
+    uint64_t number = 0;
+    if (key == "step" || key == "index" || key == "limit") {
+      if (!ParseCount(value, &number) || number > static_cast<uint64_t>(INT64_MAX)) {
+        return TermError(text, term, "needs a non-negative integer");
+      }
+      if (key == "step") selector.step = static_cast<int64_t>(number);
+      if (key == "index") selector.index = number;
+      if (key == "limit") {
+        if (number == 0) return TermError(text, term, "must be at least 1");
+        selector.limit = number;
+        limit_given = true;
+      }
+    } else if (key == "op") {
+      selector.op = value;
+    } else if (key == "module") {
+      selector.module = value;
+    } else if (key == "phase") {
+      selector.phase = ParsePhase(value);
+      if (!selector.phase) return TermError(text, term, "names no phase");
+    } else {
+      return TermError(text, term, "has an unknown key");
+    }
+  }
+  if (selector.index && !limit_given) selector.limit = 1;
+  return selector;
+}
+
+}  // namespace upguard

@@ -1,0 +1,50 @@
+// Which ops `upguard record --capture SELECTOR` dumps in full (docs/cli.md, "Targeted capture").
+//
+// A selector is comma-separated terms, all of which must hold:
+//
+//   step=2,index=1234          the op `upguard diff` / `upguard show` call step 2, #1234
+//   op=aten::gelu,module=blocks.1.*
+//   step=3,module=blocks.*.attn,phase=backward,limit=4
+//   step=2,index=1234,stop     stop the program once the capture is written (diff --explain)
+//
+// `index` is the op's position in its step in the trace (completion order, from 0): known only
+// when the op ends, so an op whose other terms match keeps its inputs (copies of the ones it
+// writes) from entry until then. `limit` caps the ops captured (default 1 with index, else 16).
+//
+//   ASSIGN_OR_RETURN(CaptureSelector sel, ParseCaptureSelector("step=2,op=aten::gelu"));
+//   if (sel.MayMatch(step, "aten::gelu", module, phase)) ... keep inputs ...
+//   if (sel.Matches(step, index, "aten::gelu", module, phase)) ... write the capture ...
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "trace/records.h"
+#include "upguard/status.h"
+
+namespace upguard {
+
+struct CaptureSelector {
+  std::optional<int64_t> step;
+  std::optional<uint64_t> index;
+  std::string op;      // glob; empty = any
+  std::string module;  // glob; empty = any
+  std::optional<Phase> phase;
+  uint64_t limit = 16;
+  bool stop = false;
+
+  // Every term but `index` holds.
+  bool MayMatch(int64_t op_step, std::string_view op_name, std::string_view op_module,
+                Phase op_phase) const;
+  bool Matches(int64_t op_step, uint64_t op_index, std::string_view op_name,
+               std::string_view op_module, Phase op_phase) const;
+  // The canonical text ("step=2,index=1234,stop"), which parses back to the same selector.
+  std::string ToString() const;
+};
+
+// Errors quote the term and list the accepted keys.
+StatusOr<CaptureSelector> ParseCaptureSelector(std::string_view text);
+
+}  // namespace upguard

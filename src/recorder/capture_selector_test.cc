@@ -1,0 +1,68 @@
+#include "recorder/capture_selector.h"
+
+#include <gtest/gtest.h>
+
+namespace upguard {
+namespace {
+
+TEST(CaptureSelectorTest, ParsesEveryTermAndPrintsItBack) {
+  StatusOr<CaptureSelector> sel =
+      ParseCaptureSelector("step=2,index=1234,op=aten::g*,module=blocks.1.*,phase=forward,stop");
+  ASSERT_TRUE(sel.ok()) << sel.status().ToString();
+  EXPECT_EQ(*sel->step, 2);
+  EXPECT_EQ(*sel->index, 1234u);
+  EXPECT_EQ(sel->op, "aten::g*");
+  EXPECT_EQ(sel->module, "blocks.1.*");
+  EXPECT_EQ(*sel->phase, Phase::kForward);
+  EXPECT_EQ(sel->limit, 1u);  // an index selects one op unless told otherwise
+  EXPECT_TRUE(sel->stop);
+  EXPECT_EQ(sel->ToString(),
+            "step=2,index=1234,op=aten::g*,module=blocks.1.*,phase=forward,limit=1,stop");
+  StatusOr<CaptureSelector> again = ParseCaptureSelector(sel->ToString());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->ToString(), sel->ToString());
+
+  StatusOr<CaptureSelector> by_name = ParseCaptureSelector("op=aten::gelu");
+  ASSERT_TRUE(by_name.ok());
+  EXPECT_EQ(by_name->limit, 16u);
+  EXPECT_FALSE(by_name->step.has_value());
+}
+
+TEST(CaptureSelectorTest, MatchesEveryTermAndMayMatchIgnoresTheIndex) {
+  StatusOr<CaptureSelector> sel = ParseCaptureSelector("step=2,index=7,op=aten::gelu,module=b.*");
+  ASSERT_TRUE(sel.ok());
+  EXPECT_TRUE(sel->Matches(2, 7, "aten::gelu", "b.mlp", Phase::kForward));
+  EXPECT_FALSE(sel->Matches(2, 8, "aten::gelu", "b.mlp", Phase::kForward));
+  EXPECT_TRUE(sel->MayMatch(2, "aten::gelu", "b.mlp", Phase::kForward));
+  EXPECT_FALSE(sel->MayMatch(3, "aten::gelu", "b.mlp", Phase::kForward));
+  EXPECT_FALSE(sel->MayMatch(2, "aten::gelu_", "b.mlp", Phase::kForward));
+  EXPECT_FALSE(sel->MayMatch(2, "aten::gelu", "a.mlp", Phase::kForward));
+  StatusOr<CaptureSelector> backward = ParseCaptureSelector("phase=backward");
+  ASSERT_TRUE(backward.ok());
+  EXPECT_FALSE(backward->MayMatch(0, "x", "", Phase::kForward));
+  EXPECT_TRUE(backward->MayMatch(0, "x", "", Phase::kBackward));
+}
+
+TEST(CaptureSelectorTest, ErrorsQuoteTheTermAndListTheKeys) {
+  struct Case {
+    const char* text;
+    const char* message;
+  };
+  for (const Case& c : {
+           Case{"", "--capture: empty selector; terms are step=N"},
+           Case{"step=x", "--capture 'step=x': term 'step=x' needs a non-negative integer"},
+           Case{"step=-1", "term 'step=-1' needs a non-negative integer"},
+           Case{"index=3,limit=0", "term 'limit=0' must be at least 1"},
+           Case{"phase=fwd", "term 'phase=fwd' names no phase"},
+           Case{"layer=3", "term 'layer=3' has an unknown key; terms are step=N, index=N"},
+           Case{"step=2,", "term '' is not KEY=VALUE"},
+           Case{"op=", "term 'op=' is not KEY=VALUE"},
+       }) {
+    StatusOr<CaptureSelector> sel = ParseCaptureSelector(c.text);
+    ASSERT_FALSE(sel.ok()) << c.text;
+    EXPECT_NE(sel.status().message().find(c.message), std::string::npos) << sel.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace upguard
