@@ -26,11 +26,13 @@ struct CommandInfo {
 StatusOr<int> RunRecordCommand(int argc, char** argv);
 StatusOr<int> RunDiffCommand(int argc, char** argv);
 StatusOr<int> RunShowCommand(int argc, char** argv);
+StatusOr<int> RunNanCommand(int argc, char** argv);
 StatusOr<int> RunDemoCommand(int argc, char** argv);
 
 extern const char kRecordUsage[];
 extern const char kDiffUsage[];
 extern const char kShowUsage[];
+extern const char kNanUsage[];
 extern const char kDemoUsage[];
 
 // True if argv holds -h or --help before any `--`.
