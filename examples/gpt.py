@@ -48,6 +48,7 @@ class CausalSelfAttention(nn.Module):
         mask = torch.tril(torch.ones(config.block_size, config.block_size, dtype=torch.bool))
         self.register_buffer("mask", mask.view(1, 1, config.block_size, config.block_size))
         self.grad_scale = 1.0
+        self.log_zero = False  # the "log-zero" plant
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, C = x.shape
@@ -59,6 +60,8 @@ class CausalSelfAttention(nn.Module):
         att = att.masked_fill(~self.mask[:, :, :T, :T], float("-inf"))
         att = self.attn_drop(F.softmax(att, dim=-1))
         y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        if self.log_zero:  # log-probabilities of a softmax with exact zeros: -inf
+            y = y + torch.log(att).mean(dim=(1, 3)).unsqueeze(-1)
         return ScaleGrad.apply(self.proj(y), self.grad_scale)
 
 
@@ -69,11 +72,14 @@ class MLP(nn.Module):
         self.act = nn.GELU()
         self.proj = nn.Linear(4 * config.n_embd, config.n_embd)
         self.extra_op = False  # the demo's "extra op" change
+        self.overflow = False  # the "overflow" plant
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.act(self.fc(x))
         if self.extra_op:
             h = h * 1.0
+        if self.overflow:  # exp of activations scaled far past what float32 holds: +inf
+            h = torch.exp(h * 1e4)
         return self.proj(h)
 
 

@@ -11,6 +11,9 @@
   adamw-eps       AdamW's eps becomes 1e-7                                   (optimizer culprit)
   extra-op        blocks.0.mlp multiplies its hidden activations by 1.0      (structural)
   data-shift      the batches start one character later                      (propagated)
+Two more plant a NaN/Inf for `upguard nan RUN` (no reference run needed):
+  log-zero        blocks.1.attn adds the log of its attention probabilities, some exactly 0 (-inf)
+  overflow        blocks.0.mlp applies exp to its activations times 1e4 (+inf)
 The text is generated here (a seeded toy grammar), so nothing is downloaded.
 """
 
@@ -27,7 +30,8 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpt import GPT, GPTConfig  # noqa: E402
 
-PLANTS = ("none", "gelu-tanh", "backward-scale", "adamw-eps", "extra-op", "data-shift")
+PLANTS = ("none", "gelu-tanh", "backward-scale", "adamw-eps", "extra-op", "data-shift",
+          "log-zero", "overflow")
 
 
 def make_corpus(chars: int = 20000, seed: int = 1234) -> str:
@@ -86,6 +90,10 @@ def main() -> None:
                 group["eps"] = 1e-7
         if planted and args.plant == "extra-op":
             model.blocks[0].mlp.extra_op = True
+        if planted and args.plant == "log-zero":
+            model.blocks[1].attn.log_zero = True
+        if planted and args.plant == "overflow":
+            model.blocks[0].mlp.overflow = True
         shift = 1 if planted and args.plant == "data-shift" else 0
         starts = batch_rng.integers(0, len(data) - args.block - 2, size=args.batch)
         x = torch.from_numpy(np.stack([data[s + shift:s + shift + args.block] for s in starts]))
