@@ -1,0 +1,102 @@
+// SummarizeComparison: one sentence per comparison, exact enough to pin in tests.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "capture/element_compare.h"
+
+namespace upguard {
+namespace {
+
+std::string Format(const char* format, double value) {
+  char text[64];
+  std::snprintf(text, sizeof(text), format, value);
+  return text;
+}
+
+// 196608 -> "196,608".
+std::string Grouped(uint64_t value) {
+  const std::string digits = std::to_string(value);
+  std::string out;
+  for (size_t digit_idx = 0; digit_idx < digits.size(); ++digit_idx) {
+    if (digit_idx > 0 && (digits.size() - digit_idx) % 3 == 0) out += ',';
+    out += digits[digit_idx];
+  }
+  return out;
+}
+
+std::string Count(int64_t count, const std::string& one, const std::string& many) {
+  return Grouped(static_cast<uint64_t>(count)) + " " + (count == 1 ? one : many);
+}
+
+// About two significant digits, never an exponent: "0.0061", "3.1", "67", "99" (not "1e+02"
+// for 99.6: "100" only when every element differs), "<0.0001".
+std::string Percent(int64_t part, int64_t whole) {
+  if (part == whole) return "100";
+  const double percent = 100.0 * static_cast<double>(part) / static_cast<double>(whole);
+  if (percent >= 10) return Format("%.0f", std::min(99.0, std::round(percent)));
+  if (percent >= 0.0001) return Format("%.2g", percent);
+  return "<0.0001";
+}
+
+std::string Value(DType dtype, double value) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return Format("%.9g", value);
+    case DType::kFloat64:
+      return Format("%.17g", value);
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      return Format("%.5g", value);
+    default:
+      return Format("%.0f", value);
+  }
+}
+
+std::string BucketLabel(uint64_t max_ulp, const std::string& unit) {
+  return (max_ulp <= 2 ? "" : "<=") + Grouped(max_ulp) + unit;
+}
+
+// "all by 1 ULP", "11 by up to 37 ULP (1 ULP: 9, 2 ULP: 1, <=64 ULP: 1)".
+std::string Distances(const ElementComparison& c, int64_t measured) {
+  const std::string unit = DTypeIsFloating(c.dtype) ? " ULP" : "";
+  const std::string some = measured == c.differing ? "" : Grouped(measured) + " ";
+  if (c.max_ulp == 1) return (some.empty() ? "all " : some) + "by 1" + unit;
+  std::string out = some + "by up to " + Grouped(c.max_ulp) + unit + " (";
+  for (const UlpBucket& bucket : c.ulp_histogram) {
+    if (out.back() != '(') out += ", ";
+    out += BucketLabel(bucket.max_ulp, unit) + ": " + Grouped(bucket.count);
+  }
+  return out + ")";
+}
+
+}  // namespace
+
+std::string SummarizeComparison(const ElementComparison& c) {
+  if (!c.comparable) return "not comparable: " + c.why_not;
+  const std::string elements = Count(c.numel, "element", "elements");
+  if (c.differing == 0) return "identical: all " + elements + " bitwise equal";
+  std::string out =
+      Grouped(c.differing) + " of " + elements + " differ (" + Percent(c.differing, c.numel) + "%)";
+  int64_t measured = 0;
+  for (const UlpBucket& bucket : c.ulp_histogram) measured += bucket.count;
+  if (measured > 0) out += ", " + Distances(c, measured);
+  if (c.nan_mismatch > 0) {
+    out += ", " + Count(c.nan_mismatch, "NaN mismatch", "NaN mismatches");
+    if (c.nan_payload > 0) out += " (" + Grouped(c.nan_payload) + " only in the payload)";
+  }
+  if (c.signed_zero > 0) {
+    out += ", " + Count(c.signed_zero, "signed zero", "signed zeros") + " (+0 vs -0)";
+  }
+  if (c.inf_mismatch > 0) {
+    out += ", " + Count(c.inf_mismatch, "infinity mismatch", "infinity mismatches");
+  }
+  if (c.max_abs_error > 0) {
+    out += "; max abs error " + Format("%.2g", c.max_abs_error) + ", max rel error " +
+           Format("%.2g", c.max_rel_error);
+  }
+  return out + "; first at " + BracketList(c.first_index) + ": " + Value(c.dtype, c.first_a) +
+         " vs " + Value(c.dtype, c.first_b);
+}
+
+}  // namespace upguard
