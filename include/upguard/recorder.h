@@ -86,6 +86,9 @@ struct RecorderOptions {
   // A JSON object with engine facts (torch version, thread counts, argv, env...), merged into
   // the rank's RunMeta record and into meta.json. Must parse as an object.
   std::string engine_meta_json = "{}";
+  // A reference run directory: each op is compared with the reference's op at the same step
+  // and index as it is recorded (`upguard record --against`); "" = none.
+  std::string against;
 };
 
 // Parses "A:B", "A:", ":B" or "N" (just step N) into a StepRange; errors name the text.
@@ -100,6 +103,10 @@ struct RecordedOp {
   bool written = false;
   uint32_t step = 0;
   uint64_t index = 0;
+  // With RecorderOptions::against: this op is the first divergence from the reference (for a
+  // difference inside a nested op: the enclosing op that made it certain). The recorder has
+  // written RUN_DIR/online.json.
+  bool diverged = false;
 };
 
 class Recorder {
@@ -129,11 +136,17 @@ class Recorder {
   int64_t step() const;
   bool enabled() const;
 
+  // Merges engine facts learned since Open (a thread count the program set after it started)
+  // into the metadata meta.json will get at Close. Must parse as a JSON object.
+  Status UpdateEngineMeta(std::string_view engine_meta_json);
+
   // Ends the last step if it recorded ops, closes the trace, writes meta.json (rank 0).
   // Returns the first error the recorder met, if any.
   Status Close();
 
   uint64_t ops_recorded() const;
+  // With RecorderOptions::against: the first divergence as written to online.json, or "".
+  std::string divergence_json() const;
   std::string trace_path() const;
 
  private:

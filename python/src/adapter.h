@@ -5,9 +5,12 @@
 // (global nn.Module hooks call EnterModule / ExitModule).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "recorder/capture_selector.h"
 #include "upguard/recorder.h"
 #include "upguard/status.h"
 
@@ -18,10 +21,23 @@ struct AdapterOptions {
   // Python frames whose file starts with one of these are not user code (torch, upguard).
   std::vector<std::string> skip_prefixes;
   std::string cwd;  // call sites under it are shown relative to it
+  // Ops whose tensors are written to run_dir/captures/ (capture.h); none when absent.
+  std::optional<CaptureSelector> capture;
+  // With recorder.against: record on after the first divergence instead of stopping.
+  bool continue_after_divergence = false;
 };
 
+// The exit status of a process stopped at its first divergence from the --against reference
+// (the diff's "diverged").
+inline constexpr int kExitDivergedOnline = 1;
+
+// The exit status of a process stopped by a `--capture ...,stop` selector once it captured.
+inline constexpr int kExitAfterCapture = 0;
+
 Status Start(const AdapterOptions& options);
-Status Stop();
+// `final_engine_meta_json` ("" = none): engine facts read again at the end (thread counts the
+// program set after recording started), merged into meta.json.
+Status Stop(const std::string& final_engine_meta_json = "");
 bool Active();
 
 // An explicit step boundary. After the first call, Optimizer.step no longer ends steps.
@@ -29,6 +45,22 @@ void MarkStep();
 int64_t CurrentStep();
 uint64_t OpsRecorded();
 std::string TracePath();
+
+// A tensor handed over from Python as its raw parts (the module does not use torch's Python
+// bindings): CPU memory at `data`, strides in elements. dtype kInvalid or data 0 for tensors
+// upguard cannot read (another device, an unsupported dtype): recorded with shape only.
+struct HostTensor {
+  std::string name;
+  uintptr_t data = 0;
+  DType dtype = DType::kInvalid;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+};
+
+// The tensors entering the outermost module's forward, the step's batch: recorded as the
+// inputs of a pseudo-op `upguard::batch`, so the diff can say "the input batch differs".
+// Called with the GIL held; the tensors must stay alive during the call.
+void RecordModelInputs(const std::vector<HostTensor>& tensors);
 
 // Forward module scope of the calling thread ("blocks.1.mlp.act").
 void EnterModule(const std::string& path);

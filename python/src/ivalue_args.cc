@@ -6,7 +6,6 @@
 #include "digest_cache.h"
 
 namespace upguard::torch_adapter {
-namespace {
 
 DType ToDType(c10::ScalarType type) {
   switch (type) {
@@ -38,6 +37,8 @@ DType ToDType(c10::ScalarType type) {
       return DType::kInvalid;
   }
 }
+
+namespace {
 
 std::string FormatDouble(double value) {
   char text[32];

@@ -7,6 +7,7 @@
 
 #include <ATen/core/ivalue.h>
 
+#include <deque>
 #include <forward_list>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@ struct ArgBatch {
   std::vector<const at::Tensor*> tensors;  // per arg: the tensor behind it, or nullptr
   std::forward_list<std::string> strings;  // names of list elements, scalar texts
   std::forward_list<TensorDigest> known;   // cached digests the Args point to
+  std::deque<at::Tensor> owned;            // tensors made for the record (generator states)
 };
 
 // Storages whose contents are not defined yet (results of empty*, resize_), by version.
@@ -45,6 +47,9 @@ class UninitTracker {
 };
 
 UninitTracker& Uninit();
+
+// upguard's dtype for a torch scalar type; kInvalid for ones upguard cannot read.
+DType ToDType(c10::ScalarType type);
 
 void AppendInputs(const OpInfo& info, c10::ArrayRef<const c10::IValue> values, ArgBatch* batch);
 void AppendOutputs(const OpInfo& info, const std::vector<c10::IValue>& values, ArgBatch* batch);

@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include <optional>
+#include <tuple>
 
 #include "adapter.h"
 
@@ -22,7 +23,9 @@ void StartFromPython(const std::string& run_dir, int rank, int world_size,
                      const std::optional<std::string>& steps, int max_depth,
                      const std::vector<std::string>& ops, bool stats,
                      const std::string& engine_meta_json,
-                     const std::vector<std::string>& skip_prefixes, const std::string& cwd) {
+                     const std::vector<std::string>& skip_prefixes, const std::string& cwd,
+                     const std::string& capture, const std::string& against,
+                     bool continue_after_divergence) {
   AdapterOptions options;
   options.recorder.run_dir = run_dir;
   options.recorder.rank = rank;
@@ -38,7 +41,33 @@ void StartFromPython(const std::string& run_dir, int rank, int world_size,
   options.recorder.engine_meta_json = engine_meta_json;
   options.skip_prefixes = skip_prefixes;
   options.cwd = cwd;
+  if (!capture.empty()) {
+    StatusOr<CaptureSelector> selector = ParseCaptureSelector(capture);
+    ThrowIfError(selector.status());
+    options.capture = *selector;
+  }
+  options.recorder.against = against;
+  options.continue_after_divergence = continue_after_divergence;
   ThrowIfError(Start(options));
+}
+
+DType DTypeFromName(const std::string& name) {
+  for (uint8_t code = 1; code <= kMaxDType; ++code) {
+    if (DTypeName(static_cast<DType>(code)) == name) return static_cast<DType>(code);
+  }
+  return DType::kInvalid;
+}
+
+// (name, data pointer or 0, dtype name as in "float32", sizes, strides) per tensor.
+using HostTensorTuple =
+    std::tuple<std::string, uintptr_t, std::string, std::vector<int64_t>, std::vector<int64_t>>;
+
+void RecordModelInputsFromPython(const std::vector<HostTensorTuple>& items) {
+  std::vector<HostTensor> tensors;
+  for (const auto& [name, data, dtype, sizes, strides] : items) {
+    tensors.push_back(HostTensor{name, data, DTypeFromName(dtype), sizes, strides});
+  }
+  RecordModelInputs(tensors);
 }
 
 }  // namespace
@@ -49,13 +78,21 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "upguard's compiled recorder (private; use the `upguard` package)";
   m.def("start", &adapter::StartFromPython, py::arg("run_dir"), py::arg("rank"),
         py::arg("world_size"), py::arg("steps"), py::arg("max_depth"), py::arg("ops"),
-        py::arg("stats"), py::arg("engine_meta_json"), py::arg("skip_prefixes"), py::arg("cwd"));
-  m.def("stop", [] { adapter::ThrowIfError(adapter::Stop()); });
+        py::arg("stats"), py::arg("engine_meta_json"), py::arg("skip_prefixes"), py::arg("cwd"),
+        py::arg("capture") = "", py::arg("against") = "",
+        py::arg("continue_after_divergence") = false);
+  m.def(
+      "stop",
+      [](const std::string& final_engine_meta_json) {
+        adapter::ThrowIfError(adapter::Stop(final_engine_meta_json));
+      },
+      py::arg("final_engine_meta_json") = "");
   m.def("is_recording", &adapter::Active);
   m.def("step", &adapter::MarkStep);
   m.def("current_step", &adapter::CurrentStep);
   m.def("ops_recorded", &adapter::OpsRecorded);
   m.def("trace_path", &adapter::TracePath);
+  m.def("record_model_inputs", &adapter::RecordModelInputsFromPython, py::arg("tensors"));
   m.def("enter_module", &adapter::EnterModule, py::arg("path"));
   m.def("exit_module", &adapter::ExitModule);
 }

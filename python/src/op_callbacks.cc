@@ -20,14 +20,17 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 
 #include "adapter.h"
 #include "call_site.h"
+#include "capture.h"
 #include "digest_cache.h"
 #include "ivalue_args.h"
 #include "op_info.h"
 #include "origins.h"
+#include "rng_state.h"
 #include "string_pool.h"
 
 namespace upguard::torch_adapter {
@@ -75,10 +78,13 @@ struct OpContext : at::ObserverContext {
   std::string_view module;
   std::string_view call_site;
   std::string_view node;
+  HeldInputs held;  // for a targeted capture (capture.h)
 };
 
 std::atomic<Recorder*> g_recorder{nullptr};
 std::atomic<bool> g_explicit_steps{false};
+std::atomic<bool> g_continue_after_divergence{false};
+std::atomic<bool> g_rng_recorded{false};  // upguard::rng_state was recorded in this step
 std::atomic<bool> g_forward_seen{false};   // a module ran forward in this step
 std::atomic<bool> g_backward_seen{false};  // an autograd node ran in this step
 std::mutex g_lifecycle_mu;                 // Start / Stop
@@ -112,13 +118,65 @@ void Disable(const char* where, const char* what) {
   }
 }
 
+// The default CPU generator's state at the start of a step, as the input of a pseudo-op
+// (rng_state.h). Not when recording starts (at `import torch`, where torch seeds itself from the
+// OS, before the program's manual_seed): step 0's state is taken at its first model forward.
+void RecordRngState(Recorder* recorder) {
+  constexpr std::string_view kOp = "upguard::rng_state";
+  g_rng_recorded.store(true);
+  if (!recorder->Wants(kOp, 0)) return;
+  ThreadState& ts = Tls();
+  if (ts.busy) return;
+  ts.busy = true;  // reading the state runs ATen code: not ops of the training
+  const at::Tensor state = DefaultCpuGeneratorState();
+  OpEvent event;
+  event.op = kOp;
+  event.inputs = {GeneratorStateArg("cpu", state)};
+  recorder->Record(event);
+  ts.busy = false;
+}
+
 void StepBoundary(Recorder* recorder) {
   recorder->MarkStep();
+  RecordRngState(recorder);
   g_forward_seen.store(false);
   g_backward_seen.store(false);
   g_origins.Clear();
   Uninit().DropExpired();
   Digests().Trim();
+}
+
+// The capture selector said `stop`: close the trace (meta.json included) and end the process
+// at once, so a long training run re-run only to capture one op does not go on.
+[[noreturn]] void StopAfterCapture() {
+  Recorder* recorder = g_recorder.exchange(nullptr);
+  const Status status = recorder != nullptr ? recorder->Close() : Status::Ok();
+  std::fprintf(stderr,
+               "upguard: %s\nupguard: stopping the program here, as --capture ... stop asks%s%s\n",
+               CaptureSummary().c_str(), status.ok() ? "" : "; the trace did not close: ",
+               status.ok() ? "" : status.message().c_str());
+  std::fflush(nullptr);
+  std::_Exit(status.ok() ? kExitAfterCapture : 2);
+}
+
+// The first divergence from the --against reference: its live tensors are captured at once,
+// then the program stops (exit code 1) unless told to continue.
+void OnDivergence(const RecordedOp& recorded, const OpEvent& event, const HeldInputs& held,
+                  const ArgBatch& outputs, const std::vector<Digest128>& output_digests) {
+  const std::string capture =
+      WriteDivergenceCapture(recorded, event, held, outputs, output_digests);
+  std::fprintf(stderr, "upguard: diverged from the reference at step %u #%llu (%.*s)%s%s\n",
+               recorded.step, static_cast<unsigned long long>(recorded.index),
+               static_cast<int>(event.op.size()), event.op.data(),
+               capture.empty() ? "" : "; captured to ", capture.c_str());
+  if (g_continue_after_divergence.load()) return;
+  Recorder* recorder = g_recorder.exchange(nullptr);
+  const Status status = recorder != nullptr ? recorder->Close() : Status::Ok();
+  std::fprintf(stderr, "upguard: stopping the program here (--continue records on)%s%s\n",
+               status.ok() ? "" : "; the trace did not close: ",
+               status.ok() ? "" : status.message().c_str());
+  std::fflush(nullptr);
+  std::_Exit(kExitDivergedOnline);
 }
 
 std::unique_ptr<at::ObserverContext> EnterOp(const at::RecordFunction& fn, ThreadState& ts,
@@ -152,8 +210,11 @@ std::unique_ptr<at::ObserverContext> EnterOp(const at::RecordFunction& fn, Threa
   }
   ArgBatch batch;
   AppendInputs(info, fn.inputs(), &batch);
+  AppendGeneratorState(info, fn.inputs(), &batch);
   ctx->inputs = recorder->DigestArgs(batch.args);
   RememberDigests(batch, ctx->inputs);
+  ctx->held = HoldInputs(info, batch, ctx->inputs, recorder->step(), recorder->ops_in_step(),
+                         fn.name(), ctx->module, phase);
   ts.busy = false;
   return ctx;
 }
@@ -234,6 +295,10 @@ void ExitOp(const at::RecordFunction& fn, at::ObserverContext* ctx_base, ThreadS
   AppendOutputs(info, fn.outputs(), &batch);
   std::vector<ArgRecord> outputs = recorder->DigestArgs(batch.args);
   RememberDigests(batch, outputs);
+  std::vector<Digest128> output_digests;
+  if (ctx->held.held) {
+    for (const ArgRecord& output : outputs) output_digests.push_back(output.digest);
+  }
   OpEvent event;
   event.op = fn.name();
   event.phase = ctx->phase;
@@ -241,7 +306,13 @@ void ExitOp(const at::RecordFunction& fn, at::ObserverContext* ctx_base, ThreadS
   event.module = ctx->module;
   event.call_site = ctx->call_site;
   event.node = ctx->node;
-  recorder->Record(event, std::move(ctx->inputs), std::move(outputs));
+  const RecordedOp recorded = recorder->Record(event, std::move(ctx->inputs), std::move(outputs));
+  if (recorded.diverged) {
+    OnDivergence(recorded, event, ctx->held, batch, output_digests);
+  } else if (ctx->held.held &&
+             WriteCaptureIfSelected(recorded, event, ctx->held, batch, output_digests)) {
+    StopAfterCapture();
+  }
   ts.busy = false;
 }
 
@@ -301,6 +372,9 @@ Status Start(const AdapterOptions& options) {
   (void)fork_handler;
   ASSIGN_OR_RETURN(std::unique_ptr<Recorder> recorder, Recorder::Open(options.recorder));
   ConfigureCallSites(options.skip_prefixes, options.cwd);
+  ConfigureCapture(options.capture, options.recorder.run_dir, options.recorder.rank,
+                   /*hold_all=*/!options.recorder.against.empty());
+  g_continue_after_divergence.store(options.continue_after_divergence);
   Digests().Clear();  // digests depend on the options (stats on or off)
   g_origins.Clear();
   g_explicit_steps.store(false);
@@ -308,6 +382,7 @@ Status Start(const AdapterOptions& options) {
   g_backward_seen.store(false);
   g_recorders.push_back(std::move(recorder));
   g_recorder.store(g_recorders.back().get(), std::memory_order_release);
+  g_rng_recorded.store(false);
   g_handles.push_back(at::addGlobalCallback(at::RecordFunctionCallback(OnOpEnter, OnOpExit)
                                                 .needsInputs(true)
                                                 .needsOutputs(true)
@@ -318,12 +393,15 @@ Status Start(const AdapterOptions& options) {
   return Status::Ok();
 }
 
-Status Stop() {
+Status Stop(const std::string& final_engine_meta_json) {
   std::lock_guard<std::mutex> lock(g_lifecycle_mu);
   for (at::CallbackHandle handle : g_handles) at::removeCallback(handle);
   g_handles.clear();
   g_recorder.store(nullptr, std::memory_order_release);
   if (g_recorders.empty()) return Status::Ok();
+  if (!final_engine_meta_json.empty()) {
+    RETURN_IF_ERROR(g_recorders.back()->UpdateEngineMeta(final_engine_meta_json));
+  }
   return g_recorders.back()->Close();
 }
 
@@ -348,6 +426,32 @@ uint64_t OpsRecorded() {
 std::string TracePath() {
   std::lock_guard<std::mutex> lock(g_lifecycle_mu);
   return g_recorders.empty() ? "" : g_recorders.back()->trace_path();
+}
+
+void RecordModelInputs(const std::vector<HostTensor>& tensors) {
+  constexpr std::string_view kOp = "upguard::batch";
+  Recorder* recorder = g_recorder.load(std::memory_order_acquire);
+  if (recorder == nullptr || !recorder->Wants(kOp, 0)) return;
+  ThreadState& ts = Tls();
+  if (ts.busy) return;
+  if (!g_rng_recorded.load()) RecordRngState(recorder);
+  OpEvent event;
+  event.op = kOp;
+  event.phase = Phase::kForward;
+  event.call_site = Pooled(CurrentCallSite());
+  for (const HostTensor& tensor : tensors) {
+    TensorView view;
+    view.dtype = tensor.dtype;
+    view.ndim = static_cast<int>(tensor.sizes.size());
+    view.sizes = tensor.sizes.data();
+    view.strides = tensor.strides.data();
+    view.data = reinterpret_cast<const void*>(tensor.data);
+    const bool readable = tensor.dtype != DType::kInvalid && tensor.data != 0 &&
+                          tensor.strides.size() == tensor.sizes.size();
+    event.inputs.push_back(readable ? Arg::Tensor(tensor.name, view)
+                                    : Arg::Shaped(ArgKind::kOpaque, tensor.name, view));
+  }
+  recorder->Record(event);
 }
 
 void EnterModule(const std::string& path) {

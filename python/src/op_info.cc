@@ -39,7 +39,11 @@ OpInfo Build(const at::RecordFunction& fn) {
   c10::optional<c10::FunctionSchema> schema = fn.operator_schema();
   if (!schema) return info;
   const bool no_values = DefinesNoValues(name);
+  const c10::TypePtr optional_generator = c10::OptionalType::create(c10::GeneratorType::get());
   for (const c10::Argument& arg : schema->arguments()) {
+    if (info.generator_arg < 0 && arg.type()->isSubtypeOf(*optional_generator)) {
+      info.generator_arg = static_cast<int>(info.input_names.size());
+    }
     info.input_names.push_back(arg.name());
     info.input_is_out.push_back(arg.is_out());
   }
@@ -58,6 +62,7 @@ OpInfo Build(const at::RecordFunction& fn) {
       schema->arguments().begin(), schema->arguments().end(), [](const c10::Argument& arg) {
         return arg.alias_info() != nullptr && arg.alias_info()->isWrite();
       });
+  info.writes_inputs = writes;
   info.pure_view = !writes && !info.results.empty() &&
                    std::all_of(info.results.begin(), info.results.end(),
                                [](ResultKind kind) { return kind == ResultKind::kView; });

@@ -26,6 +26,10 @@ struct OpInfo {
   // The op overwrites `self` without reading it (fill_, zero_, copy_, random fills): its
   // old contents are recorded as kAlias, for the same reason.
   bool overwrites_self = false;
+  // Some argument is written (`Tensor(a!)`: in-place and out= ops).
+  bool writes_inputs = false;
+  // Index of a `Generator?` argument (random ops), or -1.
+  int generator_arg = -1;
   std::vector<std::string> input_names;
   std::vector<bool> input_is_out;
   std::vector<ResultKind> results;

@@ -3,16 +3,48 @@
 A module's path is its name under the outermost module that ran around it, as in
 ``root.named_modules()`` ("blocks.1.mlp.act"); the outermost module has the path "". Paths are
 resolved once, when a module first runs.
+
+The tensors passed to an outermost module's forward are the step's batch: they are recorded as
+the inputs of a pseudo-op ``upguard::batch`` so the diff can tell a data difference from a
+numerical one.
 """
 
 from __future__ import annotations
 
+import sys
 import weakref
-from typing import Any, Callable, List
+from typing import Any, Callable, Iterator, List, Tuple
 
 import torch
 
 from upguard import _C
+
+
+def _tensors(value: Any, name: str, depth: int = 0) -> Iterator[Tuple[str, torch.Tensor]]:
+    if isinstance(value, torch.Tensor):
+        yield name, value
+    elif depth < 4 and isinstance(value, (list, tuple)):
+        for idx, item in enumerate(value):
+            yield from _tensors(item, f"{name}[{idx}]", depth + 1)
+    elif depth < 4 and isinstance(value, dict):
+        for key, item in value.items():
+            yield from _tensors(item, f"{name}[{key!r}]", depth + 1)
+
+
+def _host_parts(name: str, tensor: torch.Tensor) -> Tuple[str, int, str, List[int], List[int]]:
+    """What _C.record_model_inputs reads: (name, data pointer, dtype, sizes, strides)."""
+    readable = (tensor.device.type == "cpu" and tensor.layout == torch.strided
+                and not tensor.is_conj() and not tensor.is_neg())
+    dtype = str(tensor.dtype).replace("torch.", "")
+    return (name, tensor.data_ptr() if readable else 0, dtype, list(tensor.shape),
+            list(tensor.stride()) if readable else [])
+
+
+def _record_batch(inputs: Any) -> None:
+    try:
+        _C.record_model_inputs([_host_parts(name, t) for name, t in _tensors(inputs, "args")])
+    except Exception as error:  # never disturb the training
+        print(f"upguard: could not record the model inputs: {error}", file=sys.stderr)
 
 
 class ModuleScopes:
@@ -53,6 +85,8 @@ class ModuleScopes:
         return path
 
     def _enter(self, module: torch.nn.Module, inputs: Any) -> None:
+        if not self._stack:
+            _record_batch(inputs)
         path = self.path_of(module)
         self._stack.append(module)
         _C.enter_module(path)

@@ -22,12 +22,17 @@ class Recording:
 
     def __init__(self, run_dir: str, *, steps: Union[str, None] = None,
                  max_depth: Optional[int] = None, ops: Sequence[str] = (), stats: bool = True,
-                 rank: Optional[int] = None, world_size: Optional[int] = None) -> None:
+                 rank: Optional[int] = None, world_size: Optional[int] = None,
+                 capture: Optional[str] = None, against: Optional[str] = None,
+                 continue_after_divergence: bool = False) -> None:
         self.run_dir = os.path.abspath(run_dir)
         self.steps = steps
         self.max_depth = -1 if max_depth is None else int(max_depth)
         self.ops = list(ops)
         self.stats = stats
+        self.capture = capture or ""
+        self.against = os.path.abspath(against) if against else ""
+        self.continue_after_divergence = continue_after_divergence
         self.rank = int(os.environ.get("RANK", "0")) if rank is None else rank
         self.world_size = int(os.environ.get("WORLD_SIZE", "1")) if world_size is None else world_size
         self._scopes = ModuleScopes()
@@ -39,7 +44,7 @@ class Recording:
             raise RuntimeError(f"upguard is already recording to {_active.run_dir}; stop it first")
         _C.start(self.run_dir, self.rank, self.world_size, self.steps, self.max_depth, self.ops,
                  self.stats, engine_meta_json(), [_TORCH_DIR + os.sep, _UPGUARD_DIR + os.sep],
-                 os.getcwd())
+                 os.getcwd(), self.capture, self.against, self.continue_after_divergence)
         self._scopes.install()
         self._running = True
         _active = self
@@ -52,7 +57,7 @@ class Recording:
         self._running = False
         _active = None
         self._scopes.remove()
-        _C.stop()
+        _C.stop(engine_meta_json())  # thread counts etc. as they are now, for the setup check
 
     @property
     def trace_path(self) -> str:
@@ -75,7 +80,10 @@ def record(run_dir: str, **options: object) -> Recording:
     Options: ``steps="A:B"`` (record steps A..B-1; also "N", "A:", ":B"), ``max_depth=0`` (only
     ops called from user code; default: every nested op), ``ops=["aten::*mm*"]`` (op-name
     globs), ``stats=False`` (digests only), ``rank`` / ``world_size`` (default: $RANK,
-    $WORLD_SIZE).
+    $WORLD_SIZE), ``capture="step=2,index=731"`` (write the selected ops' full tensors to
+    ``run_dir/captures/``; the selector syntax is in docs/cli.md), ``against="runs/a"`` (compare
+    each op with that reference run as it is recorded; at the first divergence capture its
+    tensors and end the program with exit code 1, unless ``continue_after_divergence=True``).
     """
     return Recording(run_dir, **options)  # type: ignore[arg-type]
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "cli/command.h"
+#include "cli/explain_runner.h"
 #include "cli/flags.h"
 #include "cli/paths.h"
 #include "cli/record_runner.h"
@@ -64,6 +65,12 @@ StatusOr<int> RunDemoCommand(int argc, char** argv) {
   ASSIGN_OR_RETURN(Run b, LoadRun(out + "/candidate", LoadOptions{}));
   ASSIGN_OR_RETURN(DiffResult result, DiffRuns(a, b, DiffOptions{}));
   std::printf("\n%s", RenderDiffText(result, a, b).c_str());
+  // How the culprit's values differ: both runs re-run up to it, its tensors captured.
+  if (!result.ranks.empty() && result.ranks[0].numeric) {
+    std::fflush(stdout);
+    ASSIGN_OR_RETURN(ExplainedDivergence explained, ExplainDivergence(a, b, result.ranks[0]));
+    std::printf("%s", RenderExplainText(explained).c_str());
+  }
   const double total =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::printf("\ndemo finished in %.1f s.\n\n", total);
@@ -71,13 +78,16 @@ StatusOr<int> RunDemoCommand(int argc, char** argv) {
       "what to try next:\n"
       "  the ops of the divergent step:\n    %s show %s/candidate --step %u --max-depth 0\n"
       "  the same result for scripts:\n    %s diff %s/reference %s/candidate --json\n"
+      "  the element-level explanation again (re-runs both):\n"
+      "    %s diff %s/reference %s/candidate --explain\n"
       "  other planted changes (backward, optimizer, data, structural):\n"
       "    %s demo --plant backward-scale | adamw-eps | data-shift | extra-op\n"
       "  your own training, twice, then diff:\n"
       "    %s record -o runs/mine -- %s your_train.py\n",
       argv[0], out.c_str(),
       result.ranks.empty() || !result.ranks[0].numeric ? 0u : result.ranks[0].numeric->a.step,
-      argv[0], out.c_str(), out.c_str(), argv[0], argv[0], PythonInterpreter().c_str());
+      argv[0], out.c_str(), out.c_str(), argv[0], out.c_str(), out.c_str(), argv[0], argv[0],
+      PythonInterpreter().c_str());
   return result.verdict == Verdict::kIdentical ? kExitOk : kExitDiverged;
 }
 

@@ -1,14 +1,16 @@
 // `upguard diff A B`: the first op where two runs part ways, with the verdict.
 #include <cstdio>
+#include <optional>
 
 #include "cli/command.h"
+#include "cli/explain_runner.h"
 #include "cli/flags.h"
 #include "diff/diff.h"
 #include "report/diff_report.h"
 
 namespace upguard {
 
-const char kDiffUsage[] = R"(usage: upguard diff RUN_A RUN_B [--json] [--allow-damaged]
+const char kDiffUsage[] = R"(usage: upguard diff RUN_A RUN_B [--json] [--allow-damaged] [--explain]
 
 Compares two run directories written by `upguard record` and names the first operator where
 they part ways: its step, phase, module path and call site, every input and output (bitwise
@@ -21,6 +23,9 @@ identical or not, with the magnitude of the difference), and the verdict:
 options:
   --json            print the result as JSON (schema upguard.diff/1, see docs/cli.md)
   --allow-damaged   compare the readable part of a damaged or truncated trace
+  --explain         re-run both recorded commands up to the first divergent op, capture its
+                    tensors (RUN/explain/captures/) and compare them element by element: how
+                    many elements differ, by how many ULP, where, and whether inputs are equal
 
 exit codes: 0 identical, 1 diverged, 2 error.
 
@@ -29,7 +34,7 @@ example:
 )";
 
 StatusOr<int> RunDiffCommand(int argc, char** argv) {
-  Flags flags("diff", {{"json", 0, false}, {"allow-damaged", 0, false}});
+  Flags flags("diff", {{"json", 0, false}, {"allow-damaged", 0, false}, {"explain", 0, false}});
   RETURN_IF_ERROR(flags.Parse(argc, argv, 2));
   if (flags.positionals().size() != 2) {
     return InvalidArgument("expects two run directories: upguard diff RUN_A RUN_B");
@@ -40,10 +45,21 @@ StatusOr<int> RunDiffCommand(int argc, char** argv) {
   ASSIGN_OR_RETURN(Run a, LoadRun(flags.positionals()[0], load));
   ASSIGN_OR_RETURN(Run b, LoadRun(flags.positionals()[1], load));
   ASSIGN_OR_RETURN(DiffResult result, DiffRuns(a, b, DiffOptions{}));
+  std::optional<ExplainedDivergence> explained;
+  if (flags.Has("explain")) {
+    for (const RankDiff& rank : result.ranks) {
+      if (!rank.numeric) continue;
+      ASSIGN_OR_RETURN(explained, ExplainDivergence(a, b, rank));
+      break;
+    }
+  }
   if (flags.Has("json")) {
-    std::printf("%s\n", DiffToJson(result, a, b).dump(2).c_str());
+    nlohmann::json json = DiffToJson(result, a, b);
+    if (explained) json["explain"] = ExplainToJson(*explained);
+    std::printf("%s\n", json.dump(2).c_str());
   } else {
     std::printf("%s", RenderDiffText(result, a, b).c_str());
+    if (explained) std::printf("%s", RenderExplainText(*explained).c_str());
   }
   return result.verdict == Verdict::kIdentical ? kExitOk : kExitDiverged;
 }

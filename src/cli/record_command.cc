@@ -3,11 +3,15 @@
 // The command runs as a child process with UPGUARD_RECORD_* in its environment and upguard's
 // bootstrap directory first on PYTHONPATH; the bootstrap sitecustomize starts recording when
 // the program imports torch (python/upguard/_autostart.py). The exit code is the command's.
+#include <chrono>
 #include <cstdio>
 
 #include "cli/command.h"
 #include "cli/flags.h"
+#include "cli/online_runner.h"
 #include "cli/record_runner.h"
+#include "diff/run_loader.h"
+#include "recorder/capture_selector.h"
 #include "upguard/recorder.h"
 
 namespace upguard {
@@ -26,8 +30,18 @@ options:
                      (default: every nested op, which pins a culprit inside composite ops)
   --ops GLOBS        record only ops whose names match one of these comma-separated globs
   --no-stats         record digests without min/max/mean/L2 statistics
+  --capture SEL      also write the full input and output tensors of the selected ops to
+                     DIR/captures/ as safetensors files. SEL: comma-separated terms, all must
+                     hold: step=N, index=N (the "#N" of diff/show), op=GLOB, module=GLOB,
+                     phase=forward|backward|optimizer|other, limit=N, stop (end the program
+                     once captured); e.g. --capture step=2,index=731
+  --against REF      compare every op with the reference run REF while recording; at the first
+                     divergence capture the op's tensors, stop the program, re-run REF up to
+                     that op and explain the difference (exit code 1)
+  --continue         with --against: record on after the first divergence
 
-exit code: the command's own; 2 if upguard could not run it.
+exit code: the command's own (1 after a divergence with --against); 2 if upguard could not
+run it.
 
 example:
   upguard record -o runs/a -- /usr/bin/python3 train.py --lr 3e-4
@@ -38,7 +52,10 @@ StatusOr<int> RunRecordCommand(int argc, char** argv) {
                          {"steps", 0, true},
                          {"max-depth", 0, true},
                          {"ops", 0, true},
-                         {"no-stats", 0, false}});
+                         {"no-stats", 0, false},
+                         {"capture", 0, true},
+                         {"against", 0, true},
+                         {"continue", 0, false}});
   RETURN_IF_ERROR(flags.Parse(argc, argv, 2));
   if (!flags.Has("out")) return InvalidArgument("missing -o DIR (the run directory to write)");
   if (flags.rest().empty()) {
@@ -62,9 +79,27 @@ StatusOr<int> RunRecordCommand(int argc, char** argv) {
   request.max_depth = static_cast<int>(max_depth);
   request.ops = flags.Get("ops");
   request.stats = !flags.Has("no-stats");
+  if (flags.Has("capture")) {
+    RETURN_IF_ERROR(ParseCaptureSelector(flags.Get("capture")).status());
+    request.capture = flags.Get("capture");
+  }
+  if (flags.Has("continue") && !flags.Has("against")) {
+    return InvalidArgument("--continue goes with --against REF (online comparison)");
+  }
+  if (flags.Has("against")) {
+    request.against = flags.Get("against");
+    request.continue_after_divergence = flags.Has("continue");
+    LoadOptions load;
+    load.index_on_demand = true;  // checks the directory and its traces open, reads no ops
+    RETURN_IF_ERROR(LoadRun(request.against, load).status());
+  }
+  const auto started = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(RecordOutcome outcome, RunRecorded(request));
   std::fprintf(stderr, "%s", outcome.summary.c_str());
-  return outcome.exit_code;
+  if (request.against.empty()) return outcome.exit_code;
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return ReportOnline(request, outcome, seconds);
 }
 
 }  // namespace upguard

@@ -22,11 +22,12 @@ Status ClearRunDir(const std::string& dir) {
   RETURN_IF_ERROR(MakeDirectories(dir));
   ASSIGN_OR_RETURN(std::vector<std::string> names, ListDirectory(dir));
   for (const std::string& name : names) {
-    const bool stale = name == "meta.json" || (name.rfind("rank", 0) == 0 && name.size() > 4 &&
-                                               name.compare(name.size() - 4, 4, ".ugt") == 0);
-    if (!stale) continue;
+    const bool stale = name == "meta.json" || name.rfind("online", 0) == 0 ||
+                       (name.rfind("rank", 0) == 0 && name.size() > 4 &&
+                        name.compare(name.size() - 4, 4, ".ugt") == 0);
+    if (!stale && name != "captures") continue;
     std::error_code error;
-    fs::remove(fs::path(dir) / name, error);
+    fs::remove_all(fs::path(dir) / name, error);
     if (error) return IoError("cannot replace " + dir + "/" + name + ": " + error.message());
   }
   return Status::Ok();
@@ -45,6 +46,12 @@ void SetChildEnvironment(const RecordRequest& request, const std::string& abs_di
          request.max_depth < 0 ? "" : std::to_string(request.max_depth).c_str(), 1);
   setenv("UPGUARD_RECORD_OPS", request.ops.c_str(), 1);
   setenv("UPGUARD_RECORD_STATS", request.stats ? "1" : "0", 1);
+  setenv("UPGUARD_RECORD_CAPTURE", request.capture.c_str(), 1);
+  const std::string against =
+      request.against.empty() ? "" : fs::absolute(request.against).lexically_normal().string();
+  setenv("UPGUARD_RECORD_AGAINST", against.c_str(), 1);
+  setenv("UPGUARD_RECORD_CONTINUE", request.continue_after_divergence ? "1" : "0", 1);
+  for (const auto& [name, value] : request.env) setenv(name.c_str(), value.c_str(), 1);
 }
 
 std::string HumanBytes(uint64_t bytes) {
@@ -77,9 +84,18 @@ StatusOr<RecordOutcome> RunRecorded(const RecordRequest& request) {
   if (pid == 0) {
     close(exec_pipe[0]);
     SetChildEnvironment(request, abs_dir);
+    if (!request.cwd.empty() && chdir(request.cwd.c_str()) != 0) {
+      int error = errno;
+      (void)!write(exec_pipe[1], &error, sizeof(error));
+      _exit(127);
+    }
     if (request.quiet) {
       int null_fd = open("/dev/null", O_WRONLY);
       if (null_fd >= 0) dup2(null_fd, STDOUT_FILENO);
+    }
+    if (!request.stderr_path.empty()) {
+      int err_fd = open(request.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (err_fd >= 0) dup2(err_fd, STDERR_FILENO);
     }
     execvp(child_argv[0], child_argv.data());
     int error = errno;

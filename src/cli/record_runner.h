@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "upguard/status.h"
@@ -15,7 +16,15 @@ struct RecordRequest {
   int max_depth = -1;
   std::string ops;  // comma-separated globs
   bool stats = true;
-  bool quiet = false;  // send the command's stdout to /dev/null
+  std::string capture;  // a capture selector (docs/cli.md); "" = none
+  std::string against;  // a reference run directory for online comparison; "" = none
+  bool continue_after_divergence = false;
+  bool quiet = false;       // send the command's stdout to /dev/null
+  std::string stderr_path;  // "" = inherit; else the command's stderr goes to this file
+  // For re-running a recorded command (diff --explain): its working directory ("" = ours) and
+  // environment variables to set in it.
+  std::string cwd;
+  std::vector<std::pair<std::string, std::string>> env;
 };
 
 struct RecordOutcome {

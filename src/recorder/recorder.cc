@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "base/file.h"
+#include "diff/online_check.h"
 #include "digest/digest.h"
 #include "recorder/intern_cache.h"
 #include "trace/format.h"
@@ -67,9 +68,25 @@ class Recorder::Impl {
     meta_["start_time"] = std::chrono::duration_cast<std::chrono::seconds>(
                               std::chrono::system_clock::now().time_since_epoch())
                               .count();
+    if (!options_.against.empty()) {
+      ASSIGN_OR_RETURN(checker_, OnlineChecker::Open(options_.against, options_.rank));
+      meta_["against"] = options_.against;
+    }
+    started_ = std::chrono::steady_clock::now();
     trace_path_ = options_.run_dir + "/rank" + std::to_string(options_.rank) + ".ugt";
     ASSIGN_OR_RETURN(writer_, TraceWriter::Create(trace_path_, meta_.dump()));
     if (options_.rank == 0) RETURN_IF_ERROR(WriteRunMeta(/*complete=*/false));
+    return Status::Ok();
+  }
+
+  Status UpdateEngineMeta(std::string_view engine_meta_json) {
+    nlohmann::json engine = nlohmann::json::parse(engine_meta_json, nullptr, false);
+    if (!engine.is_object()) {
+      return InvalidArgument("recorder engine metadata is not a JSON object: " +
+                             std::string(engine_meta_json.substr(0, 80)));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, value] : engine.items()) meta_[key] = value;
     return Status::Ok();
   }
 
@@ -172,7 +189,43 @@ class Recorder::Impl {
       return RecordedOp{};
     }
     const uint64_t index = ops_in_step_.fetch_add(1, std::memory_order_relaxed);
-    return RecordedOp{true, record.step, index};
+    RecordedOp recorded{true, record.step, index, false};
+    if (checker_ != nullptr) {
+      std::optional<OnlineDivergence> divergence = checker_->Check(record, index, op.op);
+      if (divergence) recorded.diverged = NoteDivergenceLocked(*divergence, op);
+    }
+    return recorded;
+  }
+
+  // Requires mu_. Writes online.json (rank-suffixed beyond rank 0) for `upguard record`.
+  bool NoteDivergenceLocked(const OnlineDivergence& d, const OpEvent& op) {
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    divergence_ = {{"reference", checker_->reference_dir()},
+                   {"rank", options_.rank},
+                   {"kind", d.kind},
+                   {"step", d.step},
+                   {"index", d.index},
+                   {"op", d.op},
+                   {"reference_op", d.reference_op},
+                   {"detail", d.detail},
+                   {"module", std::string(op.module)},
+                   {"call_site", std::string(op.call_site)},
+                   {"phase", std::string(PhaseName(op.phase))},
+                   {"seconds_since_start", seconds},
+                   {"notes", checker_->notes()}};
+    const std::string name = options_.rank == 0
+                                 ? "online.json"
+                                 : "online.rank" + std::to_string(options_.rank) + ".json";
+    const Status status =
+        WriteFileAtomically(options_.run_dir + "/" + name, divergence_.dump(2) + "\n");
+    if (!status.ok()) FailLocked(status);
+    return true;
+  }
+
+  std::string divergence_json() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return divergence_.is_null() ? "" : divergence_.dump();
   }
 
   uint64_t ops_in_step() const { return ops_in_step_.load(std::memory_order_relaxed); }
@@ -235,8 +288,11 @@ class Recorder::Impl {
   nlohmann::json meta_;
   std::string trace_path_;
   mutable std::mutex mu_;
-  std::unique_ptr<TraceWriter> writer_;  // guarded by mu_
-  InternCache intern_cache_;             // guarded by mu_
+  std::unique_ptr<TraceWriter> writer_;     // guarded by mu_
+  std::unique_ptr<OnlineChecker> checker_;  // guarded by mu_; with options_.against
+  nlohmann::json divergence_;               // guarded by mu_; the first, once found
+  std::chrono::steady_clock::time_point started_;
+  InternCache intern_cache_;  // guarded by mu_
   std::atomic<bool> enabled_{true};
   std::atomic<int64_t> step_{0};
   std::atomic<uint64_t> ops_in_step_{0};  // written under mu_
@@ -275,10 +331,14 @@ RecordedOp Recorder::Record(const OpEvent& op) {
 }
 uint64_t Recorder::ops_in_step() const { return impl_->ops_in_step(); }
 void Recorder::MarkStep() { impl_->MarkStep(); }
+Status Recorder::UpdateEngineMeta(std::string_view engine_meta_json) {
+  return impl_->UpdateEngineMeta(engine_meta_json);
+}
 int64_t Recorder::step() const { return impl_->step(); }
 bool Recorder::enabled() const { return impl_->enabled(); }
 Status Recorder::Close() { return impl_->Close(); }
 uint64_t Recorder::ops_recorded() const { return impl_->ops_recorded(); }
+std::string Recorder::divergence_json() const { return impl_->divergence_json(); }
 std::string Recorder::trace_path() const { return impl_->trace_path(); }
 
 }  // namespace upguard

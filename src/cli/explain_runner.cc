@@ -1,0 +1,120 @@
+#include "cli/explain_runner.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/record_runner.h"
+
+namespace upguard {
+namespace {
+
+struct Recaptured {
+  std::string path;
+  double seconds = 0;
+};
+
+std::string JoinOps(const nlohmann::json& ops) {
+  std::string text;
+  if (!ops.is_array()) return text;
+  for (const nlohmann::json& op : ops) {
+    if (op.is_string()) text += (text.empty() ? "" : ",") + op.get<std::string>();
+  }
+  return text;
+}
+
+// Builds the re-run of `run`'s command from its metadata.
+StatusOr<RecordRequest> RerunRequest(const Run& run, const char* side, uint32_t step, size_t index,
+                                     const std::string& out_dir) {
+  const nlohmann::json& meta = run.meta;
+  if (!meta.contains("argv") || !meta["argv"].is_array() || meta["argv"].empty()) {
+    return FailedPrecondition(run.dir + "/meta.json has no argv: run " + side +
+                              " cannot be re-run to capture tensors; record it again with "
+                              "`upguard record`");
+  }
+  RecordRequest request;
+  request.run_dir = out_dir;
+  for (const nlohmann::json& arg : meta["argv"]) {
+    if (!arg.is_string())
+      return FailedPrecondition(run.dir + "/meta.json: argv holds a non-string");
+    request.command.push_back(arg.get<std::string>());
+  }
+  if (meta.contains("cwd") && meta["cwd"].is_string()) request.cwd = meta["cwd"].get<std::string>();
+  if (meta.contains("env") && meta["env"].is_object()) {
+    for (const auto& [name, value] : meta["env"].items()) {
+      if (value.is_string()) request.env.emplace_back(name, value.get<std::string>());
+    }
+  }
+  const nlohmann::json options = meta.value("record_options", nlohmann::json::object());
+  request.max_depth = options.value("max_depth", -1);
+  request.ops = JoinOps(options.value("ops", nlohmann::json::array()));
+  request.stats = options.value("stats", true);
+  request.steps = std::to_string(step);
+  request.capture = "step=" + std::to_string(step) + ",index=" + std::to_string(index) + ",stop";
+  request.quiet = true;
+  return request;
+}
+
+StatusOr<Recaptured> Recapture(const Run& run, const char* side, int rank, uint32_t step,
+                               size_t index) {
+  if (run.world_size > 1) {
+    return FailedPrecondition("--explain re-runs single-process runs; run " + std::string(side) +
+                              " has " + std::to_string(run.world_size) + " ranks");
+  }
+  const std::string out_dir = run.dir + "/explain";
+  ASSIGN_OR_RETURN(RecordRequest request, RerunRequest(run, side, step, index, out_dir));
+  // The re-run's messages stay out of the report (opened by the child, after the directory
+  // was cleared and created).
+  request.stderr_path = out_dir + "/stderr.txt";
+  std::fprintf(stderr, "upguard diff --explain: re-running run %s (%s) to capture step %u #%zu\n",
+               side, run.dir.c_str(), step, index);
+  const auto start = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(RecordOutcome outcome, RunRecorded(request));
+  Recaptured recaptured;
+  recaptured.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  recaptured.path = out_dir + "/captures/rank" + std::to_string(rank) + ".step" +
+                    std::to_string(step) + ".op" + std::to_string(index) + ".safetensors";
+  if (!std::filesystem::exists(recaptured.path)) {
+    return FailedPrecondition(
+        "re-running run " + std::string(side) + "'s command did not reach step " +
+        std::to_string(step) + " #" + std::to_string(index) + " (it exited with " +
+        std::to_string(outcome.exit_code) + ", no " + recaptured.path +
+        "); the program may not run the same ops each time, or it needs files or an "
+        "environment it had when recorded (argv, cwd and env are in " +
+        run.dir + "/meta.json); its messages are in " + request.stderr_path);
+  }
+  return recaptured;
+}
+
+}  // namespace
+
+StatusOr<ExplainedDivergence> ExplainDivergence(const Run& a, const Run& b,
+                                                const RankDiff& rank_diff,
+                                                const std::string& b_capture) {
+  if (!rank_diff.numeric) {
+    return FailedPrecondition(
+        "--explain: the runs differ only structurally; there is no "
+        "numerical divergence whose tensors could be compared");
+  }
+  const NumericDivergence& divergence = *rank_diff.numeric;
+  ExplainedDivergence explained;
+  explained.step_a = divergence.a.step;
+  explained.index_a = divergence.a.index;
+  explained.step_b = divergence.b.step;
+  explained.index_b = divergence.b.index;
+  ASSIGN_OR_RETURN(Recaptured ra,
+                   Recapture(a, "A", rank_diff.rank, divergence.a.step, divergence.a.index));
+  Recaptured rb{b_capture, 0};
+  if (b_capture.empty()) {
+    ASSIGN_OR_RETURN(rb, Recapture(b, "B", rank_diff.rank, divergence.b.step, divergence.b.index));
+  }
+  explained.rerun_seconds_a = ra.seconds;
+  explained.rerun_seconds_b = rb.seconds;
+  explained.b_captured_live = !b_capture.empty();
+  ASSIGN_OR_RETURN(explained.explanation,
+                   ExplainCaptures(ra.path, rb.path, divergence, a.ranks[rank_diff.rank]));
+  return explained;
+}
+
+}  // namespace upguard

@@ -1,0 +1,25 @@
+// `diff --explain`: re-runs each side's recorded command with a capture at the first divergent
+// op, then compares the captured tensors element by element (diff/explain.h).
+//
+// What a re-run needs is in the run metadata: argv, working directory, the numerics-relevant
+// environment and the recording options (max depth and op filters decide which ops get an
+// index). Only the divergent step is recorded, and the program is stopped as soon as the op is
+// captured (`--capture step=S,index=I,stop`), so a re-run costs the training up to that op.
+// Captures go to RUN/explain/captures/ (RUN/explain is itself a run directory).
+#pragma once
+
+#include "diff/diff.h"
+#include "report/explain_report.h"
+#include "upguard/status.h"
+
+namespace upguard {
+
+// Fails with a message that says what to do when a side cannot be re-run or does not reach
+// the op (a program that is not deterministic from run to run, or a run recorded elsewhere).
+// `b_capture`: B's capture of the op when it already exists (record --against captured it
+// live); then only A is re-run.
+StatusOr<ExplainedDivergence> ExplainDivergence(const Run& a, const Run& b,
+                                                const RankDiff& rank_diff,
+                                                const std::string& b_capture = "");
+
+}  // namespace upguard

@@ -1,0 +1,123 @@
+#include "diff/online_check.h"
+
+#include "diff/compare.h"
+
+namespace upguard {
+namespace {
+
+// Describes how two same-named ops differ; "" when they hold the same values.
+std::optional<OnlineDivergence> CompareOps(const OpRecord& candidate, const OpRecord& reference,
+                                           const RankTrace& trace) {
+  if (SameArgs(reference, candidate)) return std::nullopt;
+  OnlineDivergence divergence;
+  std::vector<ArgComparison> inputs = CompareArgs(reference.inputs, candidate.inputs, true, trace);
+  for (const ArgComparison& slot : inputs) {
+    const bool scalar = slot.a != nullptr && slot.a->kind == ArgKind::kScalar;
+    if (slot.equal || scalar) continue;
+    divergence.kind = "propagated";
+    divergence.detail = "input " + std::to_string(slot.index) +
+                        (slot.name.empty() ? "" : " (" + slot.name + ")") + " differs";
+    return divergence;
+  }
+  std::vector<ArgComparison> outputs =
+      CompareArgs(reference.outputs, candidate.outputs, false, trace);
+  for (const ArgComparison& slot : outputs) {
+    if (slot.equal) continue;
+    divergence.kind = "culprit";
+    divergence.detail = "output " + std::to_string(slot.index) + " differs";
+    for (const ArgComparison& input : inputs) {
+      if (!input.equal) divergence.detail += "; argument " + input.name + " differs";
+    }
+    return divergence;
+  }
+  return std::nullopt;  // only a scalar argument differs and nothing it made: not a divergence
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<OnlineChecker>> OnlineChecker::Open(const std::string& reference_dir,
+                                                             int rank) {
+  LoadOptions options;
+  options.index_on_demand = true;
+  options.allow_damaged = true;  // compare as far as the reference can be read
+  ASSIGN_OR_RETURN(Run run, LoadRun(reference_dir, options));
+  if (rank < 0 || static_cast<size_t>(rank) >= run.ranks.size()) {
+    return FailedPrecondition("--against " + reference_dir + ": the reference has " +
+                              std::to_string(run.ranks.size()) + " rank(s), no rank " +
+                              std::to_string(rank) + "; record the reference with as many ranks");
+  }
+  return std::unique_ptr<OnlineChecker>(
+      new OnlineChecker(reference_dir, std::move(run.ranks[rank])));
+}
+
+const StepOps* OnlineChecker::ReferenceStep(uint32_t step) {
+  if (step_ && *step_ == step) return step_ops_.get();
+  step_ = step;
+  step_ops_.reset();
+  StatusOr<std::optional<size_t>> found = trace_.FindStep(step);
+  if (!found.ok() || !found->has_value()) {
+    notes_.push_back("the reference has no step " + std::to_string(step) +
+                     (found.ok() ? "" : ": " + found.status().message()) +
+                     "; that step was not compared");
+    return nullptr;
+  }
+  StatusOr<std::shared_ptr<const StepOps>> ops = trace_.Ops(**found);
+  if (!ops.ok()) {
+    notes_.push_back("the reference's step " + std::to_string(step) +
+                     " cannot be read: " + ops.status().message());
+    return nullptr;
+  }
+  step_ops_ = std::move(*ops);
+  return step_ops_.get();
+}
+
+std::optional<OnlineDivergence> OnlineChecker::Settle(std::optional<OnlineDivergence> found,
+                                                      uint32_t depth) {
+  if (depth > 0) {  // nested: certain only when the top-level op around it ends
+    if (found && !pending_) pending_ = std::move(found);
+    return std::nullopt;
+  }
+  std::optional<OnlineDivergence> result;
+  if (found) result = pending_ ? std::move(pending_) : std::move(found);
+  pending_.reset();  // a top-level op that matches contains what differed inside it
+  if (result) done_ = true;
+  return result;
+}
+
+std::optional<OnlineDivergence> OnlineChecker::Check(const OpRecord& op, uint64_t index,
+                                                     std::string_view op_name) {
+  if (done_) return std::nullopt;
+  const StepOps* reference = ReferenceStep(op.step);
+  if (reference == nullptr) return std::nullopt;
+  std::optional<OnlineDivergence> found;
+  if (index >= reference->ops.size()) {
+    found = OnlineDivergence{"reference ended",
+                             op.step,
+                             index,
+                             std::string(op_name),
+                             "",
+                             "the reference's step " + std::to_string(op.step) + " has only " +
+                                 std::to_string(reference->ops.size()) + " ops"};
+    done_ = true;  // nothing after this can be compared by position
+    return found;
+  }
+  const OpRecord& ref = reference->ops[index];
+  const std::string& ref_name = trace_.Str(ref.op);
+  if (ref_name != op_name) {
+    done_ = true;
+    pending_.reset();
+    return OnlineDivergence{"structural", op.step,
+                            index,        std::string(op_name),
+                            ref_name,     "the reference ran " + ref_name + " here"};
+  }
+  found = CompareOps(op, ref, trace_);
+  if (found) {
+    found->step = op.step;
+    found->index = index;
+    found->op = std::string(op_name);
+    found->reference_op = ref_name;
+  }
+  return Settle(std::move(found), op.depth);
+}
+
+}  // namespace upguard

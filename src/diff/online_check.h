@@ -1,0 +1,65 @@
+// Online comparison with a reference run while the candidate records (`upguard record
+// --against REF`): each op the candidate writes is compared with the op at the same step and
+// index of the reference trace, and the first divergence is reported at once, so the run can be
+// stopped there instead of finishing and being diffed afterwards.
+//
+//   ASSIGN_OR_RETURN(auto checker, OnlineChecker::Open("runs/a", /*rank=*/0));
+//   if (std::optional<OnlineDivergence> d = checker->Check(record, index, "aten::gelu")) ...
+//
+// The rules are the diff's (diff.h), applied as ops complete: ops are compared by position;
+// a different op name there is structural. A nested op (depth > 0) that differs is only
+// pending until the top-level op around it completes: if that op's inputs and outputs match,
+// the difference stayed inside it (kernel scratch memory) and is dropped; otherwise the first
+// pending op is the divergence (the innermost op, as in the diff). The reference's steps are
+// decoded one at a time as the candidate reaches them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "diff/run_loader.h"
+#include "upguard/status.h"
+
+namespace upguard {
+
+struct OnlineDivergence {
+  std::string kind;  // "culprit", "propagated", "structural", "reference ended"
+  uint32_t step = 0;
+  uint64_t index = 0;  // in the step, in both runs (ops are compared by position)
+  std::string op;      // the candidate's op
+  std::string reference_op;
+  std::string detail;  // "output 0 differs", "input 1 (other) differs", ...
+};
+
+class OnlineChecker {
+ public:
+  static StatusOr<std::unique_ptr<OnlineChecker>> Open(const std::string& reference_dir, int rank);
+
+  // The candidate just recorded `op` (its string ids are the candidate's; `op_name` is its
+  // name) at `index` of its step. Returns the first divergence once it is certain; after that,
+  // nothing more.
+  std::optional<OnlineDivergence> Check(const OpRecord& op, uint64_t index,
+                                        std::string_view op_name);
+  // Notes that cannot stop the run: a reference without the step, a damaged reference.
+  const std::vector<std::string>& notes() const { return notes_; }
+  const std::string& reference_dir() const { return reference_dir_; }
+
+ private:
+  OnlineChecker(std::string reference_dir, RankTrace trace)
+      : reference_dir_(std::move(reference_dir)), trace_(std::move(trace)) {}
+  // The reference's ops of `step`, or null when it has none (a note says why).
+  const StepOps* ReferenceStep(uint32_t step);
+  std::optional<OnlineDivergence> Settle(std::optional<OnlineDivergence> found, uint32_t depth);
+
+  std::string reference_dir_;
+  RankTrace trace_;
+  std::shared_ptr<const StepOps> step_ops_;
+  std::optional<uint32_t> step_;             // the step step_ops_ holds (null: none)
+  std::optional<OnlineDivergence> pending_;  // a nested op's difference, not yet certain
+  bool done_ = false;
+  std::vector<std::string> notes_;
+};
+
+}  // namespace upguard

@@ -1,0 +1,63 @@
+#include "diff/setup_check.h"
+
+#include <set>
+
+namespace upguard {
+namespace {
+
+// Engine facts (python/upguard/_meta.py) that change numerics or the op sequence.
+constexpr const char* kNumericsKeys[] = {
+    "torch_version",    "python_version",           "intra_op_threads",
+    "inter_op_threads", "deterministic_algorithms", "cudnn_deterministic",
+    "world_size",
+};
+
+std::string ValueText(const nlohmann::json& object, const std::string& key) {
+  if (!object.is_object() || !object.contains(key)) return "(unset)";
+  const nlohmann::json& value = object[key];
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
+void CompareKey(const nlohmann::json& a, const nlohmann::json& b, const std::string& key,
+                std::vector<EnvironmentDifference>* out) {
+  std::string va = ValueText(a, key), vb = ValueText(b, key);
+  if (va != vb) out->push_back(EnvironmentDifference{key, std::move(va), std::move(vb)});
+}
+
+}  // namespace
+
+std::vector<EnvironmentDifference> CompareEnvironment(const nlohmann::json& a,
+                                                      const nlohmann::json& b) {
+  std::vector<EnvironmentDifference> out;
+  for (const char* key : kNumericsKeys) CompareKey(a, b, key, &out);
+  const nlohmann::json empty = nlohmann::json::object();
+  const nlohmann::json& env_a = a.is_object() && a.contains("env") ? a["env"] : empty;
+  const nlohmann::json& env_b = b.is_object() && b.contains("env") ? b["env"] : empty;
+  std::set<std::string> names;
+  for (const nlohmann::json* env : {&env_a, &env_b}) {
+    if (!env->is_object()) continue;
+    for (const auto& [name, value] : env->items()) names.insert(name);
+  }
+  for (const std::string& name : names) CompareKey(env_a, env_b, name, &out);
+  return out;
+}
+
+SetupCause ClassifySetup(const NumericDivergence& divergence, const RankTrace& trace) {
+  if (divergence.verdict != Verdict::kPropagated || divergence.a.op == nullptr) {
+    return SetupCause::kNone;
+  }
+  const std::string& op = trace.Str(divergence.a.op->op);
+  if (op == kBatchOp) return SetupCause::kData;
+  if (op == kRngStateOp) return SetupCause::kRng;
+  if (!divergence.first_bad_input) return SetupCause::kNone;
+  const size_t input = *divergence.first_bad_input;
+  if (input >= divergence.a.op->inputs.size()) return SetupCause::kNone;
+  const ArgRecord& arg = divergence.a.op->inputs[input];
+  // Random ops' schemas name their Generator? argument "generator"; the recorder stores the
+  // generator's state there (python/src/rng_state.h).
+  const bool generator_state = trace.Str(arg.name) == "generator" && arg.kind == ArgKind::kTensor &&
+                               arg.dtype == DType::kUInt8;
+  return generator_state ? SetupCause::kRng : SetupCause::kNone;
+}
+
+}  // namespace upguard
