@@ -1,4 +1,4 @@
-// Comparing one op's arguments across two runs, and finding where two op streams realign.
+// Comparing one op's arguments across two runs.
 #pragma once
 
 #include <cstddef>
@@ -22,17 +22,5 @@ bool SameArgs(const OpRecord& a, const OpRecord& b);
 std::vector<ArgComparison> CompareArgs(const std::vector<ArgRecord>& a,
                                        const std::vector<ArgRecord>& b, bool is_input,
                                        const RankTrace& trace_a);
-
-struct Realignment {
-  bool found = false;
-  size_t skip_a = 0;  // ops of A with no counterpart before the streams agree again
-  size_t skip_b = 0;
-};
-
-// Smallest skip_a + skip_b (up to `lookahead`) after which `window` consecutive op names agree
-// (or both streams end together).
-Realignment FindRealignment(const std::vector<OpRecord>& a, size_t start_a, const RankTrace& ta,
-                            const std::vector<OpRecord>& b, size_t start_b, const RankTrace& tb,
-                            size_t lookahead, size_t window);
 
 }  // namespace upguard

@@ -1,7 +1,10 @@
 #include "diff/diff.h"
 
 #include <algorithm>
+#include <unordered_map>
 
+#include "diff/align_ops.h"
+#include "diff/align_summary.h"
 #include "diff/compare.h"
 #include "diff/raw_compare.h"
 #include "trace/trace_index.h"
@@ -9,7 +12,6 @@
 namespace upguard {
 namespace {
 
-constexpr size_t kMaxListedOps = 16;
 constexpr size_t kProducerSearchLimit = 1 << 22;  // ops searched backwards for a producer
 
 std::string ScriptOf(const Run& run) {
@@ -140,14 +142,15 @@ bool CarriesCause(const OpRecord& up, const NumericDivergence& up_diff, bool up_
 // enclosing ops, report the outermost of those that also diverges with the same verdict: the
 // op the user called (aten::mul for `grad * scale`, not the dtype conversion inside it). A
 // culprit whose arguments all match stays innermost: the precise kernel. Then list what
-// encloses the chosen op.
+// encloses the chosen op. Only enclosing ops paired with each other are climbed.
 void Settle(const RankTrace& ta, const StepOps& sa, const RankTrace& tb, const StepOps& sb,
-            NumericDivergence* n) {
+            const StepAlignment& alignment, NumericDivergence* n) {
   const std::vector<Digest128> cause = Cause(*n);
   std::optional<size_t> pa = ParentIndex(sa.ops, n->a.index);
   std::optional<size_t> pb = ParentIndex(sb.ops, n->b.index);
   NumericDivergence chosen = *n;
-  while (!cause.empty() && pa && pb && ta.Str(sa.ops[*pa].op) == tb.Str(sb.ops[*pb].op)) {
+  while (!cause.empty() && pa && pb && ta.Str(sa.ops[*pa].op) == tb.Str(sb.ops[*pb].op) &&
+         alignment.Paired(*pa, *pb)) {
     NumericDivergence up;
     const bool up_diverges = CompareOp(ta, sa, *pa, tb, sb, *pb, &up);
     if (!CarriesCause(sa.ops[*pa], up, up_diverges, *n, cause)) break;
@@ -172,99 +175,117 @@ size_t OutermostIndex(const std::vector<OpRecord>& ops, size_t index) {
 // not change the training: differing values inside it are scratch memory a kernel read before
 // overwriting it (or an internal path), not a divergence.
 bool InsideCleanTopLevelOp(const RankTrace& ta, const StepOps& sa, size_t ia, const RankTrace& tb,
-                           const StepOps& sb, size_t ib) {
+                           const StepOps& sb, size_t ib, const StepAlignment& alignment) {
   if (sa.ops[ia].depth == 0 || sb.ops[ib].depth == 0) return false;
   const size_t top_a = OutermostIndex(sa.ops, ia);
   const size_t top_b = OutermostIndex(sb.ops, ib);
   if (top_a == ia || top_b == ib || sa.ops[top_a].depth != 0 || sb.ops[top_b].depth != 0 ||
-      ta.Str(sa.ops[top_a].op) != tb.Str(sb.ops[top_b].op)) {
+      ta.Str(sa.ops[top_a].op) != tb.Str(sb.ops[top_b].op) || !alignment.Paired(top_a, top_b)) {
     return false;
   }
   NumericDivergence unused;
   return !CompareOp(ta, sa, top_a, tb, sb, top_b, &unused);
 }
 
-// Walks one step of both runs. Stops at the first numeric divergence; records the first
-// structural one on the way (when none was recorded yet).
-// `start` ops at the beginning of both steps are known to be equal.
+// The same rule for ops without counterpart: is every op of `block` nested inside a paired
+// top-level op whose inputs and outputs are identical in both runs? `clean` caches the
+// answer by A's top-level op.
+bool BlockInsideCleanOps(const RankTrace& ta, const StepOps& sa, const RankTrace& tb,
+                         const StepOps& sb, const StepAlignment& alignment, const OpBlock& block,
+                         std::unordered_map<size_t, bool>* clean) {
+  const StepOps* steps[2] = {&sa, &sb};
+  const size_t begin[2] = {block.index_a, block.index_b};
+  const size_t count[2] = {block.count_a, block.count_b};
+  for (int side = 0; side < 2; ++side) {
+    const std::vector<OpRecord>& ops = steps[side]->ops;
+    for (size_t op_idx = begin[side]; op_idx < begin[side] + count[side]; ++op_idx) {
+      size_t top = op_idx;
+      for (std::optional<size_t> up = alignment.Parent(side, top); up;
+           up = alignment.Parent(side, *up)) {
+        top = *up;
+      }
+      const std::optional<size_t> partner = alignment.Partner(side, top);
+      if (top == op_idx || ops[top].depth != 0 || !partner) return false;
+      const size_t top_a = side == 0 ? top : *partner;
+      const size_t top_b = side == 0 ? *partner : top;
+      auto [known, added] = clean->emplace(top_a, false);
+      if (added) {
+        NumericDivergence unused;
+        known->second = !CompareOp(ta, sa, top_a, tb, sb, top_b, &unused);
+      }
+      if (!known->second) return false;
+    }
+  }
+  return true;
+}
+
+// Walks one step of both runs: pairs their ops (in place, or aligned when the op names differ),
+// adds the ops without counterpart to `structure`, and compares the pairs in order up to the
+// first numerical divergence. `start` ops at the beginning of both steps are known to be equal.
 Status WalkStep(const RankTrace& ta, const std::shared_ptr<const StepOps>& step_a,
                 const RankTrace& tb, const std::shared_ptr<const StepOps>& step_b, size_t start,
-                const DiffOptions& options, RankDiff* diff) {
+                const DiffOptions& options, OpKeyer* keyer, StructureBuilder* structure,
+                RankDiff* diff) {
   const StepOps& sa = *step_a;
   const StepOps& sb = *step_b;
-  auto hold = [&] {
-    diff->held_steps.push_back(step_a);
-    diff->held_steps.push_back(step_b);
-  };
-  size_t ia = start, ib = start;
-  while (ia < sa.ops.size() && ib < sb.ops.size()) {
-    if (ta.Str(sa.ops[ia].op) != tb.Str(sb.ops[ib].op)) {
-      Realignment realign =
-          FindRealignment(sa.ops, ia, ta, sb.ops, ib, tb, options.lookahead, options.match_window);
-      if (!diff->structural) {
-        StructuralDivergence structural;
-        structural.step = sa.step;
-        structural.index_a = ia;
-        structural.index_b = ib;
-        structural.realigned = realign.found;
-        size_t list_a = realign.found ? realign.skip_a : sa.ops.size() - ia;
-        size_t list_b = realign.found ? realign.skip_b : sb.ops.size() - ib;
-        structural.only_a_count = list_a;
-        structural.only_b_count = list_b;
-        for (size_t k = 0; k < std::min(list_a, kMaxListedOps); ++k) {
-          structural.only_a.push_back(&sa.ops[ia + k]);
-        }
-        for (size_t k = 0; k < std::min(list_b, kMaxListedOps); ++k) {
-          structural.only_b.push_back(&sb.ops[ib + k]);
-        }
-        diff->structural = std::move(structural);
-        hold();
-      }
-      if (!realign.found) return Status::Ok();
-      ia += realign.skip_a;
-      ib += realign.skip_b;
+  const StepAlignment alignment = SameOpNames(ta, sa, tb, sb, start)
+                                      ? StepAlignment::Positional(start, sa.ops.size())
+                                      : StepAlignment::Align(keyer, sa, sb, start, options.align);
+  bool hold = false;
+  if (!alignment.blocks().empty()) {
+    std::unordered_map<size_t, bool> clean;
+    std::vector<bool> inside_clean;
+    for (const OpBlock& block : alignment.blocks()) {
+      inside_clean.push_back(BlockInsideCleanOps(ta, sa, tb, sb, alignment, block, &clean));
+    }
+    hold = structure->AddStep(ta, sa, tb, sb, alignment, inside_clean);
+  }
+  for (size_t pair_idx = 0; pair_idx < alignment.pair_count(); ++pair_idx) {
+    const KeyMatch pair = alignment.pair(pair_idx);
+    NumericDivergence numeric;
+    if (!CompareOp(ta, sa, pair.a, tb, sb, pair.b, &numeric) ||
+        InsideCleanTopLevelOp(ta, sa, pair.a, tb, sb, pair.b, alignment)) {
       continue;
     }
-    NumericDivergence numeric;
-    if (CompareOp(ta, sa, ia, tb, sb, ib, &numeric) &&
-        !InsideCleanTopLevelOp(ta, sa, ia, tb, sb, ib)) {
-      Settle(ta, sa, tb, sb, &numeric);
-      if (numeric.first_bad_input) {
-        const ArgComparison& slot = numeric.inputs[*numeric.first_bad_input];
-        if (slot.a != nullptr) {
-          ASSIGN_OR_RETURN(numeric.producer_a,
-                           FindProducer(ta, numeric.a, slot.a->digest, &diff->held_steps));
-        }
-        if (slot.b != nullptr) {
-          ASSIGN_OR_RETURN(numeric.producer_b,
-                           FindProducer(tb, numeric.b, slot.b->digest, &diff->held_steps));
-        }
+    Settle(ta, sa, tb, sb, alignment, &numeric);
+    if (numeric.first_bad_input) {
+      const ArgComparison& slot = numeric.inputs[*numeric.first_bad_input];
+      if (slot.a != nullptr) {
+        ASSIGN_OR_RETURN(numeric.producer_a,
+                         FindProducer(ta, numeric.a, slot.a->digest, &diff->held_steps));
       }
-      diff->numeric = std::move(numeric);
-      hold();
-      return Status::Ok();
+      if (slot.b != nullptr) {
+        ASSIGN_OR_RETURN(numeric.producer_b,
+                         FindProducer(tb, numeric.b, slot.b->digest, &diff->held_steps));
+      }
+      for (int side = 0; side < 2; ++side) {
+        Producer& producer = side == 0 ? numeric.producer_a : numeric.producer_b;
+        producer.unpaired = producer.found && structure->Unpaired(side, producer.location.step,
+                                                                  producer.location.index);
+      }
     }
-    ++ia;
-    ++ib;
+    diff->numeric = std::move(numeric);
+    hold = true;
+    break;
   }
-  if ((ia < sa.ops.size() || ib < sb.ops.size()) && !diff->structural) {
-    StructuralDivergence structural;
-    structural.step = sa.step;
-    structural.index_a = ia;
-    structural.index_b = ib;
-    for (size_t k = ia; k < std::min(sa.ops.size(), ia + kMaxListedOps); ++k) {
-      structural.only_a.push_back(&sa.ops[k]);
-    }
-    for (size_t k = ib; k < std::min(sb.ops.size(), ib + kMaxListedOps); ++k) {
-      structural.only_b.push_back(&sb.ops[k]);
-    }
-    structural.only_a_count = sa.ops.size() - ia;
-    structural.only_b_count = sb.ops.size() - ib;
-    structural.realigned = true;  // nothing follows: the streams simply end
-    diff->structural = std::move(structural);
-    hold();
+  if (hold) {
+    diff->held_steps.push_back(step_a);
+    diff->held_steps.push_back(step_b);
   }
   return Status::Ok();
+}
+
+// The verdict of a rank: its first numerical divergence, unless an op that only one run ran
+// produced the differing input (then that structural difference is the cause); else structural
+// when a block counts; else identical.
+Verdict RankVerdict(const RankDiff& diff) {
+  if (diff.numeric) {
+    const NumericDivergence& n = *diff.numeric;
+    const bool caused_by_structure =
+        n.verdict == Verdict::kPropagated && (n.producer_a.unpaired || n.producer_b.unpaired);
+    if (!caused_by_structure || !diff.structural) return n.verdict;
+  }
+  return diff.structural ? Verdict::kStructural : Verdict::kIdentical;
 }
 
 bool StepsIdentical(const StepInfo& sa, const StepInfo& sb) {
@@ -291,6 +312,8 @@ StatusOr<RankDiff> DiffRank(const RankTrace& ta, const RankTrace& tb, const Diff
   const TraceIndex* index_a = ta.store->index();
   const TraceIndex* index_b = tb.store->index();
   std::optional<RawComparer> raw;  // both traces mapped: compare ops before decoding them
+  OpKeyer keyer(ta, tb);
+  StructureBuilder structure;
   if (index_a != nullptr && index_b != nullptr) raw.emplace(ta.strings(), tb.strings());
   // Steps are indexed as the walk reaches them, so a step is compared while its pages are
   // mapped and cached.
@@ -322,7 +345,7 @@ StatusOr<RankDiff> DiffRank(const RankTrace& ta, const RankTrace& tb, const Diff
     ASSIGN_OR_RETURN(std::shared_ptr<const StepOps> ops_a, ta.Ops(ia));
     ASSIGN_OR_RETURN(std::shared_ptr<const StepOps> ops_b, tb.Ops(*ib));
     if (ta.cuts() + tb.cuts() != cuts) return diff;
-    RETURN_IF_ERROR(WalkStep(ta, ops_a, tb, ops_b, equal, options, &diff));
+    RETURN_IF_ERROR(WalkStep(ta, ops_a, tb, ops_b, equal, options, &keyer, &structure, &diff));
     if (ta.cuts() + tb.cuts() != cuts) return diff;
     if (diff.numeric) break;
   }
@@ -331,11 +354,9 @@ StatusOr<RankDiff> DiffRank(const RankTrace& ta, const RankTrace& tb, const Diff
   RETURN_IF_ERROR(tb.IndexAll());
   NoteIncomplete(ta, &diff.notes);
   NoteIncomplete(tb, &diff.notes);
-  if (diff.structural) {
-    diff.verdict = Verdict::kStructural;
-  } else if (diff.numeric) {
-    diff.verdict = diff.numeric->verdict;
-  }
+  diff.structural = structure.first_counted();
+  diff.structure = structure.Finish();
+  diff.verdict = RankVerdict(diff);
   return diff;
 }
 
@@ -347,7 +368,8 @@ uint64_t StepOpCount(const RankTrace& trace, uint32_t step) {
   return 0;
 }
 
-// The first compared step of the two runs has no op in common: they ran different programs.
+// The first compared step of the two runs has no op in common (or its alignment gave up from the
+// first op on): they ran different programs.
 bool SharesNoOps(const RankDiff& diff, const RankTrace& ta, const RankTrace& tb) {
   if (!diff.structural || diff.structural->step != *diff.first_step) return false;
   const StructuralDivergence& s = *diff.structural;
@@ -396,12 +418,11 @@ StatusOr<DiffResult> DiffRuns(const Run& a, const Run& b, const DiffOptions& opt
                                 "(upguard record --steps A:B)");
     }
     if (SharesNoOps(diff, a.ranks[rank_idx], b.ranks[rank_idx])) {
-      return FailedPrecondition(
-          "the runs appear to record different programs (" + a.dir + ": " + ScriptOf(a) + ", " +
-          b.dir + ": " + ScriptOf(b) +
-          "): their op streams differ from the first op and never "
-          "realign; compare two runs of the same training script (inspect each with `upguard "
-          "show`)");
+      return FailedPrecondition("the runs appear to record different programs (" + a.dir + ": " +
+                                ScriptOf(a) + ", " + b.dir + ": " + ScriptOf(b) +
+                                "): their first step compared has no op in common; compare two "
+                                "runs of the same training script (inspect each with `upguard "
+                                "show`)");
     }
     if (result.verdict == Verdict::kIdentical) result.verdict = diff.verdict;
     result.ranks.push_back(std::move(diff));

@@ -7,15 +7,21 @@
 //
 // Algorithm, per rank and step in order: equal StepEnd digests and op counts mean the step is
 // identical and is skipped without decoding its ops (they are read from the trace only for the
-// steps walked, and for the producer search, newest step first). In the first other step the two op
-// streams are walked together. Where op names differ, a bounded look-ahead finds the smallest
-// run of ops inserted on one side after which the streams agree again (structural); the walk
-// continues past it. Where names agree, arguments are compared: a tensor input that differs
-// makes the op "propagated" (and the op that produced that input is looked up); identical
-// tensor inputs with a differing output make it the "culprit" (non-tensor arguments that
-// differ are reported as the likely reason). The first divergence in op order gives the
-// verdict; a structural difference before it is the verdict itself, with the first numerical
-// divergence after realignment reported beside it.
+// steps walked, and for the producer search, newest step first). A step whose ops compare equal
+// in place (raw_compare.h) is done too. In any other step the two op streams are paired: op by
+// op when both hold the same op names in the same order, otherwise by aligning them on op
+// identity (align_ops.h: phase, module, op, depth, enclosing op; a longest common subsequence,
+// align.h). Ops without a counterpart are structural differences; all of them are collected
+// (StructuralSummary). The paired ops are compared in order: a tensor input that differs makes
+// the op "propagated" (and the op that produced that input is looked up); identical tensor
+// inputs with a differing output make it the "culprit" (non-tensor arguments that differ are
+// reported as the likely reason). Steps are walked until the first numerical divergence.
+//
+// The verdict is that numerical divergence, with the structural differences beside it; it is
+// "structural" when there is none, or when it is propagated from an op that only one run ran
+// (that op caused it). Ops without counterpart that are nested inside a paired top-level op with
+// identical inputs and outputs (a copy_ a kernel adds with more threads) are listed but make no
+// verdict, as a differing value there does not either.
 //
 // Traces list ops in completion order, so nested ops come before the op that encloses them and
 // the first divergent record is the innermost: for a culprit that is the precise kernel. For a
@@ -29,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "diff/align.h"
 #include "diff/run_loader.h"
 #include "upguard/status.h"
 
@@ -66,6 +73,7 @@ struct Producer {
   bool found = false;
   OpLocation location;
   size_t output_index = 0;
+  bool unpaired = false;  // found, and the other run has no counterpart of that op
 };
 
 struct NumericDivergence {
@@ -82,15 +90,58 @@ struct NumericDivergence {
   std::vector<OpLocation> enclosing;
 };
 
+// One block of ops without counterpart, between two paired ops (or a step's ends).
 struct StructuralDivergence {
   uint32_t step = 0;
-  size_t index_a = 0;  // where the streams stop agreeing
+  size_t index_a = 0;  // where the streams stop agreeing: only_a[k] is op index_a + k
   size_t index_b = 0;
   std::vector<const OpRecord*> only_a;  // ops present only in A here (the first 16)
   std::vector<const OpRecord*> only_b;
   size_t only_a_count = 0;  // all of them
   size_t only_b_count = 0;
-  bool realigned = false;  // false: no realignment within the look-ahead window
+  bool realigned = false;  // false: the alignment gave up here (AlignOptions::max_edit_distance)
+  // Every op here is nested inside a paired top-level op whose inputs and outputs are
+  // identical in both runs: listed, but no divergence.
+  bool inside_clean_op = false;
+};
+
+struct StepIndex {
+  uint32_t step = 0;
+  size_t index = 0;
+};
+
+// Ops without counterpart, grouped by the outermost of them (an op whose enclosing op has a
+// counterpart, or a top-level one): its module, its name and its enclosing op's name
+// ("aten::copy_ inside aten::sum"). The ops nested inside it count in its group.
+struct StructuralGroup {
+  std::string module;
+  std::string op;
+  std::string inside;  // the enclosing op's name; empty for a top-level op
+  size_t only_a = 0;   // outermost ops of the group only in A
+  size_t only_b = 0;
+  size_t ops_a = 0;  // with the ops nested inside them
+  size_t ops_b = 0;
+  std::optional<StepIndex> first_a;  // where the first of them is in each run
+  std::optional<StepIndex> first_b;
+};
+
+// Every structural difference of the steps paired: all steps compared when there is no
+// numerical divergence, else up to and including the step of the first one.
+struct StructuralSummary {
+  size_t only_a_count = 0;  // ops without counterpart
+  size_t only_b_count = 0;
+  size_t inside_clean_a = 0;  // of those, the ones nested inside a clean paired top-level op
+  size_t inside_clean_b = 0;
+  size_t blocks = 0;
+  size_t unaligned_blocks = 0;  // where the alignment gave up
+  uint32_t first_step = 0;      // steps holding a block
+  uint32_t last_step = 0;
+  std::vector<StructuralDivergence> first_blocks;  // the first few blocks, in op order
+  // Grouped by module (in order of first appearance), then by first appearance; a bounded
+  // number of groups, the ops of the others counted in other_a / other_b.
+  std::vector<StructuralGroup> groups;
+  size_t other_a = 0;
+  size_t other_b = 0;
 };
 
 struct RankDiff {
@@ -102,14 +153,14 @@ struct RankDiff {
   uint32_t steps_identical = 0;  // skipped by their step digests
   std::optional<uint32_t> first_step;
   std::optional<uint32_t> last_step;
-  std::optional<StructuralDivergence> structural;  // the first one
+  std::optional<StructuralDivergence> structural;  // the first block not inside a clean op
+  std::optional<StructuralSummary> structure;      // every block, when there is any
   std::optional<NumericDivergence> numeric;        // the first one
   std::vector<std::string> notes;                  // e.g. a trace that ends early
 };
 
 struct DiffOptions {
-  size_t lookahead = 64;    // ops searched for realignment after a structural difference
-  size_t match_window = 4;  // ops that must agree to call the streams realigned
+  AlignOptions align;  // for steps whose op streams differ
 };
 
 struct DiffResult {

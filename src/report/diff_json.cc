@@ -60,6 +60,7 @@ json ProducerJson(const Producer& producer, const RankTrace& trace) {
   j["found"] = true;
   j["index"] = producer.location.index;
   j["output_index"] = producer.output_index;
+  j["unpaired"] = producer.unpaired;
   return j;
 }
 
@@ -80,18 +81,63 @@ json NumericJson(const NumericDivergence& n, const RankTrace& ta, const RankTrac
   return j;
 }
 
+// Ops listed in a block: each with its index in the step.
+json ListedOpsJson(const std::vector<const OpRecord*>& ops, size_t first_index,
+                   const RankTrace& trace) {
+  json list = json::array();
+  for (size_t op_idx = 0; op_idx < ops.size(); ++op_idx) {
+    json op = OpJson(*ops[op_idx], trace);
+    op["index"] = first_index + op_idx;
+    list.push_back(std::move(op));
+  }
+  return list;
+}
+
 json StructuralJson(const StructuralDivergence& s, const RankTrace& ta, const RankTrace& tb) {
-  json only_a = json::array(), only_b = json::array();
-  for (const OpRecord* op : s.only_a) only_a.push_back(OpJson(*op, ta));
-  for (const OpRecord* op : s.only_b) only_b.push_back(OpJson(*op, tb));
   return {{"step", s.step},
           {"index_a", s.index_a},
           {"index_b", s.index_b},
           {"realigned", s.realigned},
-          {"only_a", only_a},
-          {"only_b", only_b},
+          {"only_a", ListedOpsJson(s.only_a, s.index_a, ta)},
+          {"only_b", ListedOpsJson(s.only_b, s.index_b, tb)},
           {"only_a_count", s.only_a_count},
-          {"only_b_count", s.only_b_count}};
+          {"only_b_count", s.only_b_count},
+          {"inside_clean_op", s.inside_clean_op}};
+}
+
+json WhereJson(const std::optional<StepIndex>& at) {
+  if (!at) return nullptr;
+  return {{"step", at->step}, {"index", at->index}};
+}
+
+json SummaryJson(const StructuralSummary& s, const RankTrace& ta, const RankTrace& tb) {
+  json blocks = json::array(), groups = json::array();
+  for (const StructuralDivergence& block : s.first_blocks) {
+    blocks.push_back(StructuralJson(block, ta, tb));
+  }
+  for (const StructuralGroup& group : s.groups) {
+    groups.push_back({{"module", group.module},
+                      {"op", group.op},
+                      {"inside", group.inside},
+                      {"only_a", group.only_a},
+                      {"only_b", group.only_b},
+                      {"ops_a", group.ops_a},
+                      {"ops_b", group.ops_b},
+                      {"first_a", WhereJson(group.first_a)},
+                      {"first_b", WhereJson(group.first_b)}});
+  }
+  return {{"only_a_count", s.only_a_count},
+          {"only_b_count", s.only_b_count},
+          {"inside_clean_a", s.inside_clean_a},
+          {"inside_clean_b", s.inside_clean_b},
+          {"blocks", s.blocks},
+          {"unaligned_blocks", s.unaligned_blocks},
+          {"first_step", s.first_step},
+          {"last_step", s.last_step},
+          {"first_blocks", blocks},
+          {"groups", groups},
+          {"other_a", s.other_a},
+          {"other_b", s.other_b}};
 }
 
 }  // namespace
@@ -111,8 +157,9 @@ json DiffToJson(const DiffResult& result, const Run& a, const Run& b) {
          {"last_step", diff.last_step ? json(*diff.last_step) : json(nullptr)},
          {"notes", diff.notes},
          {"divergence", diff.numeric ? NumericJson(*diff.numeric, ta, tb) : json(nullptr)},
-         {"structural",
-          diff.structural ? StructuralJson(*diff.structural, ta, tb) : json(nullptr)}});
+         {"structural", diff.structural ? StructuralJson(*diff.structural, ta, tb) : json(nullptr)},
+         {"structural_summary",
+          diff.structure ? SummaryJson(*diff.structure, ta, tb) : json(nullptr)}});
   }
   return {{"schema", "upguard.diff/1"},
           {"verdict", VerdictName(result.verdict)},

@@ -9,6 +9,8 @@
 namespace upguard {
 namespace {
 
+constexpr size_t kListedGroups = 12;  // kinds of ops without counterpart shown (JSON: all kept)
+
 struct Ctx {
   const Run& a;
   const Run& b;
@@ -93,7 +95,7 @@ std::string ProducerText(const Producer& producer, const RankTrace& trace) {
                      std::string(PhaseName(op.phase));
   if (op.module != kEmptyString) text += ", module " + trace.Str(op.module);
   if (op.call_site != kEmptyString) text += ", " + trace.Str(op.call_site);
-  return text + ")";
+  return text + ")" + (producer.unpaired ? ", an op the other run did not run" : "");
 }
 
 void Numeric(const Ctx& ctx, const NumericDivergence& numeric) {
@@ -164,8 +166,68 @@ void Structural(const Ctx& ctx, const StructuralDivergence& s) {
           << s.index_a << " (" << ctx.a.dir << ") / #" << s.index_b << " (" << ctx.b.dir << ")\n";
   OnlyIn(ctx.out, ctx.a.dir, "-", s.only_a, s.only_a_count, ctx.ta);
   OnlyIn(ctx.out, ctx.b.dir, "+", s.only_b, s.only_b_count, ctx.tb);
-  ctx.out << (s.realigned ? "    after these ops the two op streams agree again.\n"
-                          : "    the op streams did not realign within the look-ahead window.\n");
+  if (!s.realigned) {
+    ctx.out << "    the op streams could not be aligned here (too many differences): these ops "
+               "were not compared.\n";
+  } else if (s.inside_clean_op) {
+    ctx.out << "    all inside top-level ops whose inputs and outputs are identical in both "
+               "runs: not a divergence.\n";
+  } else {
+    ctx.out << "    after these ops the two op streams agree again.\n";
+  }
+}
+
+std::string FirstAt(const std::optional<StepIndex>& at) {
+  return "first: step " + std::to_string(at->step) + " #" + std::to_string(at->index);
+}
+
+// "+ 37   aten::copy_ inside aten::sum (74 ops)   first: step 2 #96 in b"
+void GroupLine(const Ctx& ctx, const char* mark, const StructuralGroup& group, size_t count,
+               size_t ops, const std::optional<StepIndex>& first, const std::string& dir) {
+  if (count == 0) return;
+  std::string what = group.op + (group.inside.empty() ? "" : " inside " + group.inside);
+  if (ops > count) what += " (" + std::to_string(ops) + " ops)";
+  ctx.out << "      " << mark << " " << Fit(std::to_string(count), 5) << Fit(what, 50) << " "
+          << FirstAt(first) << " in " << dir << "\n";
+}
+
+// Every op without counterpart, counted and grouped by module.
+void Summary(const Ctx& ctx, const std::string& lead, const StructuralSummary& s) {
+  ctx.out << "  " << lead << ": " << s.only_a_count << " op(s) only in " << ctx.a.dir << ", "
+          << s.only_b_count << " only in " << ctx.b.dir << ", in " << s.blocks << " place(s), step"
+          << (s.first_step == s.last_step
+                  ? " " + std::to_string(s.first_step)
+                  : "s " + std::to_string(s.first_step) + ".." + std::to_string(s.last_step))
+          << "\n";
+  if (s.inside_clean_a + s.inside_clean_b > 0) {
+    ctx.out << "    nested inside ops that match (identical inputs and outputs): "
+            << s.inside_clean_a << " in " << ctx.a.dir << ", " << s.inside_clean_b << " in "
+            << ctx.b.dir << "\n";
+  }
+  if (s.unaligned_blocks > 0) {
+    ctx.out << "    " << s.unaligned_blocks
+            << " place(s) too different to align: their ops were not compared\n";
+  }
+  const std::string* module = nullptr;
+  size_t listed = 0, more_a = s.other_a, more_b = s.other_b;
+  for (const StructuralGroup& group : s.groups) {
+    if (listed == kListedGroups) {
+      more_a += group.only_a;
+      more_b += group.only_b;
+      continue;
+    }
+    ++listed;
+    if (module == nullptr || *module != group.module) {
+      module = &group.module;
+      ctx.out << "    " << OrDash(group.module) << "\n";
+    }
+    GroupLine(ctx, "-", group, group.only_a, group.ops_a, group.first_a, ctx.a.dir);
+    GroupLine(ctx, "+", group, group.only_b, group.ops_b, group.first_b, ctx.b.dir);
+  }
+  if (more_a + more_b > 0) {
+    ctx.out << "    and " << more_a << " op(s) of other kinds in " << ctx.a.dir << ", " << more_b
+            << " in " << ctx.b.dir << "\n";
+  }
 }
 
 void Rank(const Ctx& ctx, const RankDiff& diff) {
@@ -174,12 +236,19 @@ void Rank(const Ctx& ctx, const RankDiff& diff) {
           << " identical by step digest\n";
   for (const std::string& note : diff.notes) ctx.out << "  note: " << note << "\n";
   if (diff.verdict == Verdict::kIdentical) {
-    ctx.out << "  IDENTICAL: every recorded op has bitwise identical inputs and outputs.\n";
+    if (!diff.structure) {
+      ctx.out << "  IDENTICAL: every recorded op has bitwise identical inputs and outputs.\n";
+    } else {
+      ctx.out << "  IDENTICAL: every op with a counterpart has bitwise identical inputs and "
+                 "outputs.\n";
+      Summary(ctx, "differences inside ops that match", *diff.structure);
+    }
     return;
   }
   ctx.out << "\n";
-  if (diff.structural) {
+  if (diff.verdict == Verdict::kStructural) {
     Structural(ctx, *diff.structural);
+    if (diff.structure->blocks > 1) Summary(ctx, "in all", *diff.structure);
     if (diff.numeric) {
       ctx.out << "\n  first numerical divergence after realignment:\n";
       Numeric(ctx, *diff.numeric);
@@ -189,6 +258,14 @@ void Rank(const Ctx& ctx, const RankDiff& diff) {
     return;
   }
   Numeric(ctx, *diff.numeric);
+  if (!diff.structure) return;
+  ctx.out << "\n";
+  Summary(ctx, "runs also differ structurally", *diff.structure);
+  for (const StructuralDivergence& block : diff.structure->first_blocks) Structural(ctx, block);
+  if (diff.structure->blocks > diff.structure->first_blocks.size()) {
+    ctx.out << "    ... " << diff.structure->blocks - diff.structure->first_blocks.size()
+            << " more place(s)\n";
+  }
 }
 
 }  // namespace
