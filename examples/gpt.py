@@ -48,12 +48,15 @@ class CausalSelfAttention(nn.Module):
         mask = torch.tril(torch.ones(config.block_size, config.block_size, dtype=torch.bool))
         self.register_buffer("mask", mask.view(1, 1, config.block_size, config.block_size))
         self.grad_scale = 1.0
+        self.extra_contiguous = False  # the "extra-contiguous" plant
         self.log_zero = False  # the "log-zero" plant
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, C = x.shape
         q, k, v = self.qkv(x).split(C, dim=2)
         q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        if self.extra_contiguous:  # the same values, copied out of the transposed view
+            q = q.contiguous()
         k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
         v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))

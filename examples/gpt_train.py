@@ -11,6 +11,8 @@
   adamw-eps       AdamW's eps becomes 1e-7                                   (optimizer culprit)
   extra-op        blocks.0.mlp multiplies its hidden activations by 1.0      (structural)
   data-shift      the batches start one character later                      (propagated)
+  extra-contiguous  blocks.0.attn copies its queries with .contiguous()       (structural)
+Several plants combine: --plant extra-contiguous,gelu-tanh.
 Two more plant a NaN/Inf for `upguard nan RUN` (no reference run needed):
   log-zero        blocks.1.attn adds the log of its attention probabilities, some exactly 0 (-inf)
   overflow        blocks.0.mlp applies exp to its activations times 1e4 (+inf)
@@ -31,7 +33,16 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpt import GPT, GPTConfig  # noqa: E402
 
 PLANTS = ("none", "gelu-tanh", "backward-scale", "adamw-eps", "extra-op", "data-shift",
+          "extra-contiguous",
           "log-zero", "overflow")
+
+
+def plant_names(text: str) -> str:
+    """--plant's value: one plant, or several separated by commas."""
+    for name in text.split(","):
+        if name not in PLANTS:
+            raise argparse.ArgumentTypeError(f"unknown plant {name!r}; choose from {PLANTS}")
+    return text
 
 
 def make_corpus(chars: int = 20000, seed: int = 1234) -> str:
@@ -62,7 +73,7 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
-    parser.add_argument("--plant", choices=PLANTS, default="none")
+    parser.add_argument("--plant", type=plant_names, default="none")
     parser.add_argument("--plant-step", type=int, default=2)
     parser.add_argument("--save", help="write the final parameters here (torch.save)")
     parser.add_argument("--quiet", action="store_true")
@@ -81,20 +92,23 @@ def main() -> None:
 
     for step in range(args.steps):
         planted = args.plant != "none" and step >= args.plant_step
-        if planted and args.plant == "gelu-tanh":
+        plants = args.plant.split(",")
+        if planted and "gelu-tanh" in plants:
             model.blocks[1].mlp.act.approximate = "tanh"
-        if planted and args.plant == "backward-scale":
+        if planted and "backward-scale" in plants:
             model.blocks[1].attn.grad_scale = 1.0 + 2.0 ** -20
-        if planted and args.plant == "adamw-eps":
+        if planted and "adamw-eps" in plants:
             for group in optimizer.param_groups:
                 group["eps"] = 1e-7
-        if planted and args.plant == "extra-op":
+        if planted and "extra-op" in plants:
             model.blocks[0].mlp.extra_op = True
+        if planted and "extra-contiguous" in plants:
+            model.blocks[0].attn.extra_contiguous = True
         if planted and args.plant == "log-zero":
             model.blocks[1].attn.log_zero = True
         if planted and args.plant == "overflow":
             model.blocks[0].mlp.overflow = True
-        shift = 1 if planted and args.plant == "data-shift" else 0
+        shift = 1 if planted and "data-shift" in plants else 0
         starts = batch_rng.integers(0, len(data) - args.block - 2, size=args.batch)
         x = torch.from_numpy(np.stack([data[s + shift:s + shift + args.block] for s in starts]))
         y = torch.from_numpy(np.stack([data[s + shift + 1:s + shift + 1 + args.block]
