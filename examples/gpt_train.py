@@ -10,7 +10,10 @@
   backward-scale  blocks.1.attn scales its gradient by 1 + 2^-20 in backward (backward culprit)
   adamw-eps       AdamW's eps becomes 1e-7                                   (optimizer culprit)
   extra-op        blocks.0.mlp multiplies its hidden activations by 1.0      (structural)
-  data-shift      the batches start one character later                      (propagated)
+  data-shift      the batches start one character later                      (data)
+  data-order      the same batch rows in reverse order                       (data)
+  dropout-seed    the random generator is reseeded before the step           (rng)
+  reseed-in-forward  the model reseeds the generator inside forward         (rng)
   extra-contiguous  blocks.0.attn copies its queries with .contiguous()       (structural)
 Several plants combine: --plant extra-contiguous,gelu-tanh.
 Two more plant a NaN/Inf for `upguard nan RUN` (no reference run needed):
@@ -34,7 +37,7 @@ from gpt import GPT, GPTConfig  # noqa: E402
 
 PLANTS = ("none", "gelu-tanh", "backward-scale", "adamw-eps", "extra-op", "data-shift",
           "extra-contiguous",
-          "log-zero", "overflow")
+          "log-zero", "overflow", "data-order", "dropout-seed", "reseed-in-forward")
 
 
 def plant_names(text: str) -> str:
@@ -108,8 +111,14 @@ def main() -> None:
             model.blocks[1].attn.log_zero = True
         if planted and args.plant == "overflow":
             model.blocks[0].mlp.overflow = True
+        if planted and "dropout-seed" in plants:
+            torch.manual_seed(args.seed + 1000 + step)
+        if planted and "reseed-in-forward" in plants:
+            model.reseed = args.seed + 1000 + step
         shift = 1 if planted and "data-shift" in plants else 0
         starts = batch_rng.integers(0, len(data) - args.block - 2, size=args.batch)
+        if planted and "data-order" in plants:
+            starts = starts[::-1]
         x = torch.from_numpy(np.stack([data[s + shift:s + shift + args.block] for s in starts]))
         y = torch.from_numpy(np.stack([data[s + shift + 1:s + shift + 1 + args.block]
                                        for s in starts]))

@@ -119,8 +119,10 @@ void Disable(const char* where, const char* what) {
 }
 
 // The default CPU generator's state at the start of a step, as the input of a pseudo-op
-// (rng_state.h). Not when recording starts (at `import torch`, where torch seeds itself from the
-// OS, before the program's manual_seed): step 0's state is taken at its first model forward.
+// (rng_state.h), recorded before the step's first recorded op (so a run that ends after its
+// last optimizer.step gets no extra step). Not for step 0: recording starts at `import torch`,
+// where torch seeds itself from the OS, before the program's manual_seed; step 0's random ops
+// record the state they draw from.
 void RecordRngState(Recorder* recorder) {
   constexpr std::string_view kOp = "upguard::rng_state";
   g_rng_recorded.store(true);
@@ -138,7 +140,7 @@ void RecordRngState(Recorder* recorder) {
 
 void StepBoundary(Recorder* recorder) {
   recorder->MarkStep();
-  RecordRngState(recorder);
+  g_rng_recorded.store(false);
   g_forward_seen.store(false);
   g_backward_seen.store(false);
   g_origins.Clear();
@@ -195,6 +197,7 @@ std::unique_ptr<at::ObserverContext> EnterOp(const at::RecordFunction& fn, Threa
     ts.first_node = at::sequence_number::peek();
   }
   if (!recorder->Wants(fn.name(), depth)) return nullptr;
+  if (!g_rng_recorded.load(std::memory_order_relaxed)) RecordRngState(recorder);
 
   ts.busy = true;
   auto ctx = std::make_unique<OpContext>();
@@ -382,7 +385,7 @@ Status Start(const AdapterOptions& options) {
   g_backward_seen.store(false);
   g_recorders.push_back(std::move(recorder));
   g_recorder.store(g_recorders.back().get(), std::memory_order_release);
-  g_rng_recorded.store(false);
+  g_rng_recorded.store(true);  // none for step 0 (see RecordRngState)
   g_handles.push_back(at::addGlobalCallback(at::RecordFunctionCallback(OnOpEnter, OnOpExit)
                                                 .needsInputs(true)
                                                 .needsOutputs(true)

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <vector>
 
 #include "capture/element_compare.h"
 
@@ -57,13 +58,30 @@ std::string BucketLabel(uint64_t max_ulp, const std::string& unit) {
   return (max_ulp <= 2 ? "" : "<=") + Grouped(max_ulp) + unit;
 }
 
+// At most kMaxGroups groups of the histogram, for one sentence: with more buckets, runs of
+// adjacent ones are merged (counts summed, labelled by the run's largest distance).
+constexpr size_t kMaxGroups = 5;
+
+std::vector<UlpBucket> Grouped(const std::vector<UlpBucket>& buckets) {
+  if (buckets.size() <= kMaxGroups) return buckets;
+  std::vector<UlpBucket> groups;
+  for (size_t group_idx = 0; group_idx < kMaxGroups; ++group_idx) {
+    const size_t begin = buckets.size() * group_idx / kMaxGroups;
+    const size_t end = buckets.size() * (group_idx + 1) / kMaxGroups;
+    UlpBucket group{buckets[end - 1].max_ulp, 0};
+    for (size_t idx = begin; idx < end; ++idx) group.count += buckets[idx].count;
+    groups.push_back(group);
+  }
+  return groups;
+}
+
 // "all by 1 ULP", "11 by up to 37 ULP (1 ULP: 9, 2 ULP: 1, <=64 ULP: 1)".
 std::string Distances(const ElementComparison& c, int64_t measured) {
   const std::string unit = DTypeIsFloating(c.dtype) ? " ULP" : "";
   const std::string some = measured == c.differing ? "" : Grouped(measured) + " ";
   if (c.max_ulp == 1) return (some.empty() ? "all " : some) + "by 1" + unit;
   std::string out = some + "by up to " + Grouped(c.max_ulp) + unit + " (";
-  for (const UlpBucket& bucket : c.ulp_histogram) {
+  for (const UlpBucket& bucket : Grouped(c.ulp_histogram)) {
     if (out.back() != '(') out += ", ";
     out += BucketLabel(bucket.max_ulp, unit) + ": " + Grouped(bucket.count);
   }

@@ -74,6 +74,8 @@ StatusOr<ElementComparison> CompareElements(const TensorView& a, const TensorVie
 //   "12 of 196,608 elements differ (0.0061%), all by 1 ULP; max abs error 2.4e-07, max rel
 //    error 1.2e-07; first at [0, 3, 17]: 0.512345672 vs 0.512345731"
 //   "3 of 8 elements differ (37%), by up to 37 ULP (1 ULP: 1, 2 ULP: 1, <=64 ULP: 1); ..."
+// A histogram of more than 5 buckets is shown as 5 runs of adjacent buckets ("<=64 ULP: 9"
+// then counts everything from the previous run's bound up to 64 ULP).
 // NaN mismatches, signed zeros and infinity mismatches are listed when there are any. Numbers:
 // counts with thousands separators, errors %.2g, values %.9g (float32), %.17g (float64), %.5g
 // (float16, bfloat16), integers in full.

@@ -9,6 +9,7 @@
 #include "cli/paths.h"
 #include "cli/record_runner.h"
 #include "diff/diff.h"
+#include "diff/setup_check.h"
 #include "report/diff_report.h"
 
 namespace upguard {
@@ -64,6 +65,7 @@ StatusOr<int> RunDemoCommand(int argc, char** argv) {
   ASSIGN_OR_RETURN(Run a, LoadRun(out + "/reference", LoadOptions{}));
   ASSIGN_OR_RETURN(Run b, LoadRun(out + "/candidate", LoadOptions{}));
   ASSIGN_OR_RETURN(DiffResult result, DiffRuns(a, b, DiffOptions{}));
+  ApplySetupChecks(a, b, &result);
   std::printf("\n%s", RenderDiffText(result, a, b).c_str());
   // How the culprit's values differ: both runs re-run up to it, its tensors captured.
   if (!result.ranks.empty() && result.ranks[0].numeric) {

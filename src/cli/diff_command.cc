@@ -6,6 +6,7 @@
 #include "cli/explain_runner.h"
 #include "cli/flags.h"
 #include "diff/diff.h"
+#include "diff/setup_check.h"
 #include "report/diff_report.h"
 
 namespace upguard {
@@ -45,6 +46,7 @@ StatusOr<int> RunDiffCommand(int argc, char** argv) {
   ASSIGN_OR_RETURN(Run a, LoadRun(flags.positionals()[0], load));
   ASSIGN_OR_RETURN(Run b, LoadRun(flags.positionals()[1], load));
   ASSIGN_OR_RETURN(DiffResult result, DiffRuns(a, b, DiffOptions{}));
+  ApplySetupChecks(a, b, &result);
   std::optional<ExplainedDivergence> explained;
   if (flags.Has("explain")) {
     for (const RankDiff& rank : result.ranks) {

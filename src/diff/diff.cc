@@ -390,6 +390,10 @@ std::string_view VerdictName(Verdict verdict) {
       return "propagated";
     case Verdict::kStructural:
       return "structural";
+    case Verdict::kRng:
+      return "rng";
+    case Verdict::kData:
+      return "data";
   }
   return "unknown";
 }

@@ -47,6 +47,8 @@ enum class Verdict : uint8_t {
   kCulprit = 1,
   kPropagated = 2,
   kStructural = 3,
+  kRng = 4,   // the first divergence is in the random state (setup_check.h)
+  kData = 5,  // the first divergence is in the batch entering the model
 };
 std::string_view VerdictName(Verdict verdict);  // "identical", "culprit", ...
 
@@ -157,6 +159,9 @@ struct RankDiff {
   std::optional<StructuralSummary> structure;      // every block, when there is any
   std::optional<NumericDivergence> numeric;        // the first one
   std::vector<std::string> notes;                  // e.g. a trace that ends early
+  // kRng / kData: what was set up differently, where it first showed ("RNG state differs at
+  // step 2 (before op aten::bernoulli_, module drop, model.py:116)"). Set by ApplySetupChecks.
+  std::string setup;
 };
 
 struct DiffOptions {
@@ -167,6 +172,9 @@ struct DiffResult {
   Verdict verdict = Verdict::kIdentical;
   std::vector<RankDiff> ranks;
   std::vector<std::string> notes;
+  // Numerics-relevant environment that differs ("OMP_NUM_THREADS 1 vs 2"), named beside the
+  // verdict. Set by ApplySetupChecks (setup_check.h).
+  std::vector<std::string> environment;
 };
 
 // Fails for runs that cannot be compared (world sizes, no common step, different programs) and

@@ -101,8 +101,16 @@ std::string ExplanationHeadline(const Explanation& explanation) {
                                     : (inputs_equal ? "inputs identical" : "inputs differ");
   for (const TensorExplanation& output : explanation.outputs) {
     text += "; output " + std::to_string(output.index) + ": ";
-    text += output.comparison ? SummarizeComparison(*output.comparison)
-                              : std::string("captured on one side only");
+    if (!output.comparison) {
+      text += "captured on one side only";
+      continue;
+    }
+    // The summary's first clause, without the histogram: the tensor lines have the rest.
+    std::string summary = SummarizeComparison(*output.comparison);
+    summary = summary.substr(0, summary.find("; "));
+    const size_t histogram = summary.find(" ULP (");
+    if (histogram != std::string::npos) summary.resize(histogram + 4);
+    text += summary;
   }
   return text;
 }

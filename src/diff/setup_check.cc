@@ -60,4 +60,52 @@ SetupCause ClassifySetup(const NumericDivergence& divergence, const RankTrace& t
   return generator_state ? SetupCause::kRng : SetupCause::kNone;
 }
 
+namespace {
+
+std::string Where(const OpRecord& op, const RankTrace& trace) {
+  std::string text;
+  if (op.module != kEmptyString) text += ", module " + trace.Str(op.module);
+  if (op.call_site != kEmptyString) text += ", " + trace.Str(op.call_site);
+  return text;
+}
+
+std::string SetupText(SetupCause cause, const NumericDivergence& d, const RankTrace& trace) {
+  const OpRecord& op = *d.a.op;
+  const std::string step = std::to_string(d.a.step);
+  const std::string& name = trace.Str(op.op);
+  if (cause == SetupCause::kRng) {
+    if (name == kRngStateOp) return "RNG state differs at the start of step " + step;
+    return "RNG state differs at step " + step + " (before op " + name + Where(op, trace) + ")";
+  }
+  std::string inputs;
+  for (const ArgComparison& slot : d.inputs) {
+    if (!slot.equal) inputs += (inputs.empty() ? "" : ", ") + slot.name;
+  }
+  return "input batch differs at step " + step + " (" + inputs + " of the model call" +
+         (op.call_site != kEmptyString ? " at " + trace.Str(op.call_site) : "") + ")";
+}
+
+const nlohmann::json& MetaOf(const Run& run) {
+  return run.meta.contains("argv") || run.ranks.empty() ? run.meta : run.ranks[0].meta;
+}
+
+}  // namespace
+
+void ApplySetupChecks(const Run& a, const Run& b, DiffResult* result) {
+  for (const EnvironmentDifference& d : CompareEnvironment(MetaOf(a), MetaOf(b))) {
+    result->environment.push_back(d.Text());
+  }
+  bool first_numeric = true;  // the result's verdict follows the first rank that decides it
+  for (RankDiff& rank : result->ranks) {
+    if (!rank.numeric || rank.rank >= static_cast<int>(a.ranks.size())) continue;
+    const SetupCause cause = ClassifySetup(*rank.numeric, a.ranks[rank.rank]);
+    if (cause != SetupCause::kNone && rank.verdict == Verdict::kPropagated) {
+      rank.verdict = cause == SetupCause::kRng ? Verdict::kRng : Verdict::kData;
+      rank.setup = SetupText(cause, *rank.numeric, a.ranks[rank.rank]);
+      if (first_numeric && result->verdict == Verdict::kPropagated) result->verdict = rank.verdict;
+    }
+    first_numeric = false;
+  }
+}
+
 }  // namespace upguard

@@ -46,4 +46,9 @@ enum class SetupCause : uint8_t {
 // upguard::batch is kData.
 SetupCause ClassifySetup(const NumericDivergence& divergence, const RankTrace& trace);
 
+// Runs the setup checks on a diff: a rank whose first numerical divergence is a setup
+// difference gets verdict kRng or kData and its `setup` text (and so does the result, when
+// that rank decides it); the environment differences go to result->environment.
+void ApplySetupChecks(const Run& a, const Run& b, DiffResult* result);
+
 }  // namespace upguard

@@ -156,6 +156,7 @@ json DiffToJson(const DiffResult& result, const Run& a, const Run& b) {
          {"first_step", diff.first_step ? json(*diff.first_step) : json(nullptr)},
          {"last_step", diff.last_step ? json(*diff.last_step) : json(nullptr)},
          {"notes", diff.notes},
+         {"setup", diff.setup.empty() ? json(nullptr) : json(diff.setup)},
          {"divergence", diff.numeric ? NumericJson(*diff.numeric, ta, tb) : json(nullptr)},
          {"structural", diff.structural ? StructuralJson(*diff.structural, ta, tb) : json(nullptr)},
          {"structural_summary",
@@ -166,6 +167,7 @@ json DiffToJson(const DiffResult& result, const Run& a, const Run& b) {
           {"run_a", a.dir},
           {"run_b", b.dir},
           {"notes", result.notes},
+          {"environment", result.environment},
           {"ranks", ranks}};
 }
 

@@ -246,6 +246,13 @@ void Rank(const Ctx& ctx, const RankDiff& diff) {
     return;
   }
   ctx.out << "\n";
+  if (diff.verdict == Verdict::kRng || diff.verdict == Verdict::kData) {
+    ctx.out << "  SETUP  " << diff.setup << "\n  verdict: " << VerdictName(diff.verdict)
+            << " — the runs were set up differently ("
+            << (diff.verdict == Verdict::kRng ? "random state" : "input data")
+            << ") before any op computed differently;\n           the op below is where it "
+               "shows first.\n\n";
+  }
   if (diff.verdict == Verdict::kStructural) {
     Structural(ctx, *diff.structural);
     if (diff.structure->blocks > 1) Summary(ctx, "in all", *diff.structure);
@@ -274,11 +281,20 @@ std::string RenderDiffText(const DiffResult& result, const Run& a, const Run& b)
   std::ostringstream out;
   out << "upguard diff " << a.dir << " " << b.dir << "\n";
   for (const std::string& note : result.notes) out << "  note: " << note << "\n";
+  if (!result.environment.empty()) {
+    out << "  environment differs:";
+    for (size_t idx = 0; idx < result.environment.size(); ++idx) {
+      out << (idx > 0 ? "," : "") << " " << result.environment[idx];
+    }
+    out << "\n";
+  }
   for (size_t rank_idx = 0; rank_idx < result.ranks.size(); ++rank_idx) {
     Ctx ctx{a, b, a.ranks[rank_idx], b.ranks[rank_idx], out};
     Rank(ctx, result.ranks[rank_idx]);
   }
-  out << "\nresult: " << VerdictName(result.verdict) << "\n";
+  out << "\nresult: " << VerdictName(result.verdict);
+  if (!result.environment.empty()) out << " (the environment differs too: see above)";
+  out << "\n";
   return out.str();
 }
 

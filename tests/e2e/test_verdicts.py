@@ -68,13 +68,15 @@ def test_optimizer_culprit_adamw_eps(runs, reference):
     assert [(s["a"]["text"], s["b"]["text"]) for s in eps] == [("1e-08", "9.9999999999999995e-08")]
 
 
-def test_changed_data_is_propagated_from_the_first_consumer(runs, reference):
+def test_changed_data_is_a_data_verdict_at_the_model_call(runs, reference):
     code, report = diff_json(reference, planted(runs, "data-shift"))
-    d = only_rank(report)["divergence"]
-    assert report["verdict"] == "propagated"
-    assert (d["op"], d["module"], d["phase"], d["step"]) == (
-        "aten::embedding", "tok_emb", "forward", 2)
-    assert d["differing_input"] == "indices"
+    rank = only_rank(report)
+    d = rank["divergence"]
+    assert report["verdict"] == "data" and rank["verdict"] == "data"
+    assert (d["op"], d["phase"], d["step"]) == ("upguard::batch", "forward", 2)
+    assert d["call_site"] == f"examples/gpt_train.py:{line_of(TRAIN, 'loss = model(x, y)')}"
+    assert rank["setup"] == (f"input batch differs at step 2 (args[0], args[1] of the model call "
+                             f"at {d['call_site']})")
     assert d["producer_a"] == {"found": False} and d["producer_b"] == {"found": False}
 
 

@@ -1,0 +1,65 @@
+"""Setup differences named before an op is blamed, on the example GPT: a dropout generator
+seeded differently is an RNG verdict at the first random op, a shuffled batch order a data
+verdict at the model call, and a different thread count is named beside the first divergent
+op."""
+
+from __future__ import annotations
+
+from conftest import MODEL, TRAIN, diff_json, line_of, planted, record
+
+
+def only_rank(report):
+    assert len(report["ranks"]) == 1
+    return report["ranks"][0]
+
+
+def test_reseeded_generator_is_an_rng_verdict_at_the_step_start(runs, reference):
+    # The plant reseeds before step 2's first op: the CPU generator's state recorded at the
+    # start of step 2 (upguard::rng_state) is the first difference.
+    code, report = diff_json(reference, planted(runs, "dropout-seed"))
+    assert code == 1 and report["verdict"] == "rng"
+    rank = only_rank(report)
+    d = rank["divergence"]
+    assert (d["op"], d["index"], d["step"]) == ("upguard::rng_state", 0, 2)
+    assert rank["setup"] == "RNG state differs at the start of step 2"
+    assert report["environment"] == []
+
+
+def test_a_generator_seeded_inside_the_step_shows_at_the_first_random_op(runs, reference):
+    # Reseeded after the model call began (inside forward), only the random ops see it: the
+    # embedding dropout's Bernoulli mask, whose `generator` input is the generator's state.
+    code, report = diff_json(reference, planted(runs, "reseed-in-forward"))
+    assert code == 1 and report["verdict"] == "rng"
+    rank = only_rank(report)
+    d = rank["divergence"]
+    assert (d["op"], d["module"], d["phase"], d["step"]) == (
+        "aten::bernoulli_", "drop", "forward", 2)
+    assert d["differing_input"] == "generator"
+    site = f"examples/gpt.py:{line_of(MODEL, 'x = self.drop(self.tok_emb(idx) + self.pos_emb(pos))')}"
+    assert rank["setup"] == (
+        f"RNG state differs at step 2 (before op aten::bernoulli_, module drop, {site})")
+
+
+def test_shuffled_batch_order_is_a_data_verdict(runs, reference):
+    code, report = diff_json(reference, planted(runs, "data-order"))
+    assert code == 1 and report["verdict"] == "data"
+    rank = only_rank(report)
+    assert (rank["divergence"]["op"], rank["divergence"]["step"]) == ("upguard::batch", 2)
+    assert rank["setup"].startswith("input batch differs at step 2 (args[0], args[1] of the model")
+
+
+def test_thread_count_is_named_beside_the_first_divergent_op(runs, reference):
+    b = record(runs / "setup_threads2", "--threads", "2")
+    code, report = diff_json(reference, b)
+    assert code == 1
+    assert report["environment"] == ["intra_op_threads 1 vs 2"]
+    # The op where two threads first change a value (measured: layer-norm backward's per-thread
+    # partial sums), still named.
+    d = only_rank(report)["divergence"]
+    assert d["enclosing"] == ["aten::native_layer_norm_backward"]
+
+
+def test_identical_runs_have_no_setup_findings(runs, reference):
+    code, report = diff_json(reference, record(runs / "setup_same"))
+    assert code == 0 and report["verdict"] == "identical"
+    assert report["environment"] == [] and only_rank(report)["setup"] is None
