@@ -26,7 +26,9 @@ std::string JoinOps(const nlohmann::json& ops) {
 // Builds the re-run of `run`'s command from its metadata.
 StatusOr<RecordRequest> RerunRequest(const Run& run, const char* side, uint32_t step, size_t index,
                                      const std::string& out_dir) {
-  const nlohmann::json& meta = run.meta;
+  // meta.json, or the rank's RunMeta record when the directory has none.
+  const nlohmann::json& meta =
+      run.meta.contains("argv") || run.ranks.empty() ? run.meta : run.ranks[0].meta;
   if (!meta.contains("argv") || !meta["argv"].is_array() || meta["argv"].empty()) {
     return FailedPrecondition(run.dir + "/meta.json has no argv: run " + side +
                               " cannot be re-run to capture tensors; record it again with "

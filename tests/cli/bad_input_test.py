@@ -86,6 +86,7 @@ def main():
     try:
         good = write_run(os.path.join(tmp, "good"), TRACE)
         data = open(good, "rb").read()
+        write_run(os.path.join(tmp, "changed"), TRACE.replace("digest=@z", "digest=@z2"))
 
         check("missing directory", ["diff", "nope", "good"], tmp,
               must_say=("nope", "no such run directory", "upguard record"))
@@ -150,6 +151,16 @@ def main():
         check("record bad steps", ["record", "-o", "r", "--steps", "5:2", "--", "true"], tmp,
               must_say=("'5:2'",))
         check("unknown command", ["frobnicate"], tmp, must_say=("frobnicate",))
+        check("record bad capture selector", ["record", "-o", "r", "--capture", "step=x", "--",
+                                              "true"], tmp,
+              must_say=("--capture 'step=x'", "non-negative integer"))
+        check("record against a missing run", ["record", "-o", "r", "--against", "nope", "--",
+                                               "true"], tmp, must_say=("nope",))
+        check("record --continue without --against", ["record", "-o", "r", "--continue", "--",
+                                                     "true"], tmp, must_say=("--against",))
+        # good's meta names a program that is not here: the re-run fails with what to do.
+        check("explain a run that cannot be re-run", ["diff", "good", "changed", "--explain"],
+              tmp, must_say=("did not reach step", "meta.json"))
 
         # Cut the trace at every byte and flip every 7th byte: never a crash.
         os.makedirs(os.path.join(tmp, "cut"))
