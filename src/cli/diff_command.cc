@@ -1,5 +1,6 @@
 // `upguard diff A B`: the first op where two runs part ways, with the verdict.
 #include <cstdio>
+#include <memory>
 #include <optional>
 
 #include "cli/command.h"
@@ -7,19 +8,26 @@
 #include "cli/flags.h"
 #include "diff/diff.h"
 #include "diff/setup_check.h"
+#include "diff/tolerant_compare.h"
 #include "report/diff_report.h"
 
 namespace upguard {
 
 const char kDiffUsage[] = R"(usage: upguard diff RUN_A RUN_B [--json] [--allow-damaged] [--explain]
+                    [--tolerance SPEC] [--tolerance-policy FILE] [--allow-nondeterministic GLOBS]
 
 Compares two run directories written by `upguard record` and names the first operator where
 they part ways: its step, phase, module path and call site, every input and output (bitwise
 identical or not, with the magnitude of the difference), and the verdict:
   culprit     every tensor input identical, an output differs: this op computed differently
   propagated  an input already differed; says which earlier op produced it
-  structural  the runs executed different ops here; lists the inserted / removed ops
+  structural  the runs executed different ops (only one run ran them); they are listed,
+              grouped by module, and the verdict when no numerical divergence comes first
   identical   no divergence in the recorded steps
+Steps with equal step digests are skipped. In other steps the ops are paired in place when
+both runs ran the same op names in order, otherwise by aligning the two op streams on op
+identity (phase, module, op, depth, enclosing op): a longest common subsequence, anchored on
+identities unique to both sides. Ops left over are the structural differences.
 
 options:
   --json            print the result as JSON (schema upguard.diff/1, see docs/cli.md)
@@ -27,31 +35,68 @@ options:
   --explain         re-run both recorded commands up to the first divergent op, capture its
                     tensors (RUN/explain/captures/) and compare them element by element: how
                     many elements differ, by how many ULP, where, and whether inputs are equal
+  --tolerance SPEC  bitwise (default) | ulp:N | rel:X[,abs:Y]: tensors whose digests differ
+                    count as equal when their statistics (min, max, mean, L2, counts) pass;
+                    with --explain, when their captured elements do
+  --tolerance-policy FILE
+                    per-op and per-module tolerances and nondeterministic ops, one rule a line
+                    (`default T`, `op GLOB T`, `module GLOB T`, `nondeterministic GLOB`); its
+                    rules come after --tolerance, the last match wins
+  --allow-nondeterministic GLOBS
+                    comma-separated op-name globs of ops known to be nondeterministic: their
+                    differences, and what follows from them, are listed, not the verdict
 
-exit codes: 0 identical, 1 diverged, 2 error.
+exit codes: 0 identical (within tolerance), 1 diverged, 2 error.
 
-example:
+examples:
   upguard diff runs/a runs/b
+  upguard diff runs/a runs/b --tolerance rel:1e-5 --allow-nondeterministic 'aten::index_add_*'
 )";
 
 StatusOr<int> RunDiffCommand(int argc, char** argv) {
-  Flags flags("diff", {{"json", 0, false}, {"allow-damaged", 0, false}, {"explain", 0, false}});
+  Flags flags("diff", {{"json", 0, false},
+                       {"allow-damaged", 0, false},
+                       {"explain", 0, false},
+                       {"tolerance", 0, true},
+                       {"tolerance-policy", 0, true},
+                       {"allow-nondeterministic", 0, true}});
   RETURN_IF_ERROR(flags.Parse(argc, argv, 2));
   if (flags.positionals().size() != 2) {
     return InvalidArgument("expects two run directories: upguard diff RUN_A RUN_B");
+  }
+  for (const char* option : {"tolerance", "tolerance-policy", "allow-nondeterministic"}) {
+    if (flags.Has(option) && flags.Get(option).empty()) {
+      return InvalidArgument("--" + std::string(option) +
+                             " needs a value; see upguard diff --help");
+    }
+  }
+  DiffOptions options;
+  std::optional<TolerancePolicy> policy;
+  if (flags.Has("tolerance") || flags.Has("tolerance-policy") ||
+      flags.Has("allow-nondeterministic")) {
+    ASSIGN_OR_RETURN(policy,
+                     PolicyFromOptions(flags.Get("tolerance"), flags.Get("tolerance-policy"),
+                                       flags.Get("allow-nondeterministic")));
+    options.tolerance = std::make_shared<PolicyJudge>(*policy);
   }
   LoadOptions load;
   load.allow_damaged = flags.Has("allow-damaged");
   load.index_on_demand = true;  // DiffRuns indexes each step as it compares it
   ASSIGN_OR_RETURN(Run a, LoadRun(flags.positionals()[0], load));
   ASSIGN_OR_RETURN(Run b, LoadRun(flags.positionals()[1], load));
-  ASSIGN_OR_RETURN(DiffResult result, DiffRuns(a, b, DiffOptions{}));
+  ASSIGN_OR_RETURN(DiffResult result, DiffRuns(a, b, options));
   ApplySetupChecks(a, b, &result);
   std::optional<ExplainedDivergence> explained;
   if (flags.Has("explain")) {
     for (const RankDiff& rank : result.ranks) {
       if (!rank.numeric) continue;
       ASSIGN_OR_RETURN(explained, ExplainDivergence(a, b, rank));
+      if (policy) {
+        const RankTrace& trace = a.ranks[rank.rank];
+        const OpRecord& op = *rank.numeric->a.op;
+        ApplyTolerance(policy->For(trace.Str(op.op), trace.Str(op.module)),
+                       &explained->explanation);
+      }
       break;
     }
   }

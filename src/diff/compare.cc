@@ -53,4 +53,22 @@ std::vector<ArgComparison> CompareArgs(const std::vector<ArgRecord>& a,
   return slots;
 }
 
+void JudgeSlots(const ToleranceJudge& judge, std::string_view op, std::string_view module,
+                std::vector<ArgComparison>* slots) {
+  for (ArgComparison& slot : *slots) {
+    if (slot.equal || slot.a == nullptr || slot.b == nullptr || slot.a->kind != ArgKind::kTensor ||
+        slot.b->kind != ArgKind::kTensor) {
+      continue;
+    }
+    slot.tolerated = judge.Judge(*slot.a, *slot.b, op, module);
+  }
+}
+
+std::optional<size_t> ParentIndex(const std::vector<OpRecord>& ops, size_t index) {
+  for (size_t next = index + 1; next < ops.size(); ++next) {
+    if (ops[next].depth < ops[index].depth) return next;
+  }
+  return std::nullopt;
+}
+
 }  // namespace upguard

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "diff/diff.h"
@@ -22,5 +24,12 @@ bool SameArgs(const OpRecord& a, const OpRecord& b);
 std::vector<ArgComparison> CompareArgs(const std::vector<ArgRecord>& a,
                                        const std::vector<ArgRecord>& b, bool is_input,
                                        const RankTrace& trace_a);
+
+// Judges each tensor slot that is not equal against the op's tolerance (sets `tolerated`).
+void JudgeSlots(const ToleranceJudge& judge, std::string_view op, std::string_view module,
+                std::vector<ArgComparison>* slots);
+
+// The op enclosing ops[index]: in completion order, the first later op that is shallower.
+std::optional<size_t> ParentIndex(const std::vector<OpRecord>& ops, size_t index);
 
 }  // namespace upguard

@@ -5,6 +5,7 @@
 
 #include "diff/align_ops.h"
 #include "diff/align_summary.h"
+#include "diff/allowed_divergence.h"
 #include "diff/compare.h"
 #include "diff/raw_compare.h"
 #include "trace/trace_index.h"
@@ -60,27 +61,49 @@ StatusOr<Producer> FindProducer(const RankTrace& trace, const OpLocation& before
   return producer;
 }
 
-// Compares one aligned op pair; fills `out` and returns true when they diverge numerically.
-// The producers of a propagated op's differing input are looked up later, for the op reported.
-bool CompareOp(const RankTrace& ta, const StepOps& sa, size_t ia, const RankTrace& tb,
-               const StepOps& sb, size_t ib, NumericDivergence* out) {
+enum class OpOutcome : uint8_t {
+  kSame,      // no tensor slot differs (a scalar input may)
+  kWithin,    // some tensor slots differ, all within tolerance
+  kDiverges,  // a tensor input or an output differs beyond tolerance
+};
+
+// Compares one aligned op pair; fills `out` unless kSame. With a `judge`, tensor slots that
+// are not equal are judged against the op's tolerance. The producers of a propagated op's
+// differing input are looked up later, for the op reported.
+OpOutcome CompareOp(const RankTrace& ta, const StepOps& sa, size_t ia, const RankTrace& tb,
+                    const StepOps& sb, size_t ib, const ToleranceJudge* judge,
+                    NumericDivergence* out) {
   const OpRecord& a = sa.ops[ia];
   const OpRecord& b = sb.ops[ib];
-  if (SameArgs(a, b)) return false;  // the common case, without building the slots
+  if (SameArgs(a, b)) return OpOutcome::kSame;  // the common case, without building the slots
   std::vector<ArgComparison> inputs = CompareArgs(a.inputs, b.inputs, true, ta);
   std::vector<ArgComparison> outputs = CompareArgs(a.outputs, b.outputs, false, ta);
+  if (judge != nullptr) {
+    JudgeSlots(*judge, ta.Str(a.op), ta.Str(a.module), &inputs);
+    JudgeSlots(*judge, ta.Str(a.op), ta.Str(a.module), &outputs);
+  }
   std::optional<size_t> bad_tensor_input;
+  bool within = false;
   for (const ArgComparison& slot : inputs) {
     const bool is_scalar = slot.a != nullptr && slot.a->kind == ArgKind::kScalar &&
                            slot.b != nullptr && slot.b->kind == ArgKind::kScalar;
-    if (!slot.equal && !is_scalar) {
+    within |= slot.tolerated == Tolerated::kWithin;
+    if (slot.Differs() && !is_scalar) {
       bad_tensor_input = slot.index;
       break;
     }
   }
-  const bool output_differs =
-      std::any_of(outputs.begin(), outputs.end(), [](const ArgComparison& s) { return !s.equal; });
-  if (!bad_tensor_input && !output_differs) return false;
+  bool output_differs = false;
+  for (const ArgComparison& slot : outputs) {
+    within |= slot.tolerated == Tolerated::kWithin;
+    output_differs |= slot.Differs();
+  }
+  if (!bad_tensor_input && !output_differs) {
+    if (!within) return OpOutcome::kSame;
+    out->a = OpLocation{sa.step, ia, &a};
+    out->b = OpLocation{sb.step, ib, &b};
+    return OpOutcome::kWithin;
+  }
 
   out->a = OpLocation{sa.step, ia, &a};
   out->b = OpLocation{sb.step, ib, &b};
@@ -92,15 +115,8 @@ bool CompareOp(const RankTrace& ta, const StepOps& sa, size_t ia, const RankTrac
   } else {
     out->verdict = Verdict::kCulprit;
   }
-  return true;
-}
-
-// The op enclosing ops[index]: in completion order, the first later op that is shallower.
-std::optional<size_t> ParentIndex(const std::vector<OpRecord>& ops, size_t index) {
-  for (size_t next = index + 1; next < ops.size(); ++next) {
-    if (ops[next].depth < ops[index].depth) return next;
-  }
-  return std::nullopt;
+  if (judge != nullptr) out->tolerance = judge->Describe(ta.Str(a.op), ta.Str(a.module));
+  return OpOutcome::kDiverges;
 }
 
 // What made `n` diverge, as digests a consumer higher up would see again: the differing
@@ -114,7 +130,7 @@ std::vector<Digest128> Cause(const NumericDivergence& n) {
     return cause;
   }
   for (const ArgComparison& slot : n.inputs) {
-    if (!slot.equal && slot.a != nullptr && slot.a->kind == ArgKind::kScalar) {
+    if (slot.Differs() && slot.a != nullptr && slot.a->kind == ArgKind::kScalar) {
       cause.push_back(slot.a->digest);
     }
   }
@@ -144,7 +160,7 @@ bool CarriesCause(const OpRecord& up, const NumericDivergence& up_diff, bool up_
 // culprit whose arguments all match stays innermost: the precise kernel. Then list what
 // encloses the chosen op. Only enclosing ops paired with each other are climbed.
 void Settle(const RankTrace& ta, const StepOps& sa, const RankTrace& tb, const StepOps& sb,
-            const StepAlignment& alignment, NumericDivergence* n) {
+            const StepAlignment& alignment, const ToleranceJudge* judge, NumericDivergence* n) {
   const std::vector<Digest128> cause = Cause(*n);
   std::optional<size_t> pa = ParentIndex(sa.ops, n->a.index);
   std::optional<size_t> pb = ParentIndex(sb.ops, n->b.index);
@@ -152,7 +168,8 @@ void Settle(const RankTrace& ta, const StepOps& sa, const RankTrace& tb, const S
   while (!cause.empty() && pa && pb && ta.Str(sa.ops[*pa].op) == tb.Str(sb.ops[*pb].op) &&
          alignment.Paired(*pa, *pb)) {
     NumericDivergence up;
-    const bool up_diverges = CompareOp(ta, sa, *pa, tb, sb, *pb, &up);
+    const bool up_diverges =
+        CompareOp(ta, sa, *pa, tb, sb, *pb, judge, &up) == OpOutcome::kDiverges;
     if (!CarriesCause(sa.ops[*pa], up, up_diverges, *n, cause)) break;
     if (up_diverges && up.verdict == n->verdict) chosen = std::move(up);
     pa = ParentIndex(sa.ops, *pa);
@@ -175,7 +192,8 @@ size_t OutermostIndex(const std::vector<OpRecord>& ops, size_t index) {
 // not change the training: differing values inside it are scratch memory a kernel read before
 // overwriting it (or an internal path), not a divergence.
 bool InsideCleanTopLevelOp(const RankTrace& ta, const StepOps& sa, size_t ia, const RankTrace& tb,
-                           const StepOps& sb, size_t ib, const StepAlignment& alignment) {
+                           const StepOps& sb, size_t ib, const StepAlignment& alignment,
+                           const ToleranceJudge* judge) {
   if (sa.ops[ia].depth == 0 || sb.ops[ib].depth == 0) return false;
   const size_t top_a = OutermostIndex(sa.ops, ia);
   const size_t top_b = OutermostIndex(sb.ops, ib);
@@ -184,7 +202,7 @@ bool InsideCleanTopLevelOp(const RankTrace& ta, const StepOps& sa, size_t ia, co
     return false;
   }
   NumericDivergence unused;
-  return !CompareOp(ta, sa, top_a, tb, sb, top_b, &unused);
+  return CompareOp(ta, sa, top_a, tb, sb, top_b, judge, &unused) != OpOutcome::kDiverges;
 }
 
 // The same rule for ops without counterpart: is every op of `block` nested inside a paired
@@ -192,7 +210,7 @@ bool InsideCleanTopLevelOp(const RankTrace& ta, const StepOps& sa, size_t ia, co
 // answer by A's top-level op.
 bool BlockInsideCleanOps(const RankTrace& ta, const StepOps& sa, const RankTrace& tb,
                          const StepOps& sb, const StepAlignment& alignment, const OpBlock& block,
-                         std::unordered_map<size_t, bool>* clean) {
+                         const ToleranceJudge* judge, std::unordered_map<size_t, bool>* clean) {
   const StepOps* steps[2] = {&sa, &sb};
   const size_t begin[2] = {block.index_a, block.index_b};
   const size_t count[2] = {block.count_a, block.count_b};
@@ -211,7 +229,8 @@ bool BlockInsideCleanOps(const RankTrace& ta, const StepOps& sa, const RankTrace
       auto [known, added] = clean->emplace(top_a, false);
       if (added) {
         NumericDivergence unused;
-        known->second = !CompareOp(ta, sa, top_a, tb, sb, top_b, &unused);
+        known->second =
+            CompareOp(ta, sa, top_a, tb, sb, top_b, judge, &unused) != OpOutcome::kDiverges;
       }
       if (!known->second) return false;
     }
@@ -219,13 +238,25 @@ bool BlockInsideCleanOps(const RankTrace& ta, const StepOps& sa, const RankTrace
   return true;
 }
 
+// Counts an op pair whose differing slots are all within tolerance.
+void NoteWithin(const NumericDivergence& within, const RankTrace& ta, const ToleranceJudge& judge,
+                ToleranceSummary* summary) {
+  if (summary->within_ops++ > 0) return;
+  summary->first_within_a = within.a;
+  summary->first_within_b = within.b;
+  summary->first_within_tolerance =
+      judge.Describe(ta.Str(within.a.op->op), ta.Str(within.a.op->module));
+}
+
 // Walks one step of both runs: pairs their ops (in place, or aligned when the op names differ),
 // adds the ops without counterpart to `structure`, and compares the pairs in order up to the
-// first numerical divergence. `start` ops at the beginning of both steps are known to be equal.
+// first numerical divergence that is not allowed (`allowed`: null without a tolerance).
+// `start` ops at the beginning of both steps are known to be equal.
 Status WalkStep(const RankTrace& ta, const std::shared_ptr<const StepOps>& step_a,
                 const RankTrace& tb, const std::shared_ptr<const StepOps>& step_b, size_t start,
                 const DiffOptions& options, OpKeyer* keyer, StructureBuilder* structure,
-                RankDiff* diff) {
+                AllowedTracker* allowed, RankDiff* diff) {
+  const ToleranceJudge* judge = options.tolerance.get();
   const StepOps& sa = *step_a;
   const StepOps& sb = *step_b;
   const StepAlignment alignment = SameOpNames(ta, sa, tb, sb, start)
@@ -236,18 +267,28 @@ Status WalkStep(const RankTrace& ta, const std::shared_ptr<const StepOps>& step_
     std::unordered_map<size_t, bool> clean;
     std::vector<bool> inside_clean;
     for (const OpBlock& block : alignment.blocks()) {
-      inside_clean.push_back(BlockInsideCleanOps(ta, sa, tb, sb, alignment, block, &clean));
+      inside_clean.push_back(BlockInsideCleanOps(ta, sa, tb, sb, alignment, block, judge, &clean));
     }
     hold = structure->AddStep(ta, sa, tb, sb, alignment, inside_clean);
   }
   for (size_t pair_idx = 0; pair_idx < alignment.pair_count(); ++pair_idx) {
     const KeyMatch pair = alignment.pair(pair_idx);
     NumericDivergence numeric;
-    if (!CompareOp(ta, sa, pair.a, tb, sb, pair.b, &numeric) ||
-        InsideCleanTopLevelOp(ta, sa, pair.a, tb, sb, pair.b, alignment)) {
+    const OpOutcome outcome = CompareOp(ta, sa, pair.a, tb, sb, pair.b, judge, &numeric);
+    if (outcome == OpOutcome::kSame) continue;
+    if (outcome == OpOutcome::kWithin) {
+      hold |= diff->tolerance.within_ops == 0;  // the first one is reported
+      NoteWithin(numeric, ta, *judge, &diff->tolerance);
       continue;
     }
-    Settle(ta, sa, tb, sb, alignment, &numeric);
+    if (InsideCleanTopLevelOp(ta, sa, pair.a, tb, sb, pair.b, alignment, judge)) continue;
+    const size_t listed = diff->tolerance.listed();
+    if (allowed != nullptr && allowed->Absorb(ta, sa, numeric, &diff->tolerance)) {
+      // Listed ops point into both steps.
+      hold |= diff->tolerance.listed() > listed;
+      continue;
+    }
+    Settle(ta, sa, tb, sb, alignment, judge, &numeric);
     if (numeric.first_bad_input) {
       const ArgComparison& slot = numeric.inputs[*numeric.first_bad_input];
       if (slot.a != nullptr) {
@@ -314,6 +355,8 @@ StatusOr<RankDiff> DiffRank(const RankTrace& ta, const RankTrace& tb, const Diff
   std::optional<RawComparer> raw;  // both traces mapped: compare ops before decoding them
   OpKeyer keyer(ta, tb);
   StructureBuilder structure;
+  std::optional<AllowedTracker> allowed;
+  if (options.tolerance) allowed.emplace(*options.tolerance);
   if (index_a != nullptr && index_b != nullptr) raw.emplace(ta.strings(), tb.strings());
   // Steps are indexed as the walk reaches them, so a step is compared while its pages are
   // mapped and cached.
@@ -345,7 +388,8 @@ StatusOr<RankDiff> DiffRank(const RankTrace& ta, const RankTrace& tb, const Diff
     ASSIGN_OR_RETURN(std::shared_ptr<const StepOps> ops_a, ta.Ops(ia));
     ASSIGN_OR_RETURN(std::shared_ptr<const StepOps> ops_b, tb.Ops(*ib));
     if (ta.cuts() + tb.cuts() != cuts) return diff;
-    RETURN_IF_ERROR(WalkStep(ta, ops_a, tb, ops_b, equal, options, &keyer, &structure, &diff));
+    RETURN_IF_ERROR(WalkStep(ta, ops_a, tb, ops_b, equal, options, &keyer, &structure,
+                             allowed ? &*allowed : nullptr, &diff));
     if (ta.cuts() + tb.cuts() != cuts) return diff;
     if (diff.numeric) break;
   }
@@ -406,6 +450,7 @@ StatusOr<DiffResult> DiffRuns(const Run& a, const Run& b, const DiffOptions& opt
                               "); compare runs recorded with the same number of ranks");
   }
   DiffResult result;
+  if (options.tolerance) result.tolerance = options.tolerance->Summary();
   for (size_t rank_idx = 0; rank_idx < a.ranks.size(); ++rank_idx) {
     const RankTrace& ta = a.ranks[rank_idx];
     const RankTrace& tb = b.ranks[rank_idx];

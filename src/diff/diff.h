@@ -23,6 +23,12 @@
 // identical inputs and outputs (a copy_ a kernel adds with more threads) are listed but make no
 // verdict, as a differing value there does not either.
 //
+// With a tolerance (DiffOptions::tolerance, tolerance_judge.h) a tensor slot whose digests
+// differ is judged from its statistics: within tolerance it counts as equal, so an op whose
+// every slot is equal or within is counted (ToleranceSummary) and the walk goes on; an input
+// "differs" only beyond tolerance. A divergence at an op marked nondeterministic, or one whose
+// differing inputs all came from such ops, is listed and not the verdict (allowed_divergence.h).
+//
 // Traces list ops in completion order, so nested ops come before the op that encloses them and
 // the first divergent record is the innermost: for a culprit that is the precise kernel. For a
 // propagated op the report climbs to the outermost enclosing op that consumed the same
@@ -37,6 +43,7 @@
 
 #include "diff/align.h"
 #include "diff/run_loader.h"
+#include "diff/tolerance_judge.h"
 #include "upguard/status.h"
 
 namespace upguard {
@@ -59,8 +66,11 @@ struct ArgComparison {
   std::string name;
   const ArgRecord* a = nullptr;  // null when the slot exists on one side only
   const ArgRecord* b = nullptr;
-  bool equal = true;
+  bool equal = true;     // bitwise
   bool compared = true;  // false for kinds without values (views, uninitialized, opaque)
+  Tolerated tolerated = Tolerated::kNotJudged;  // a tensor slot that is not equal, judged
+  // Not equal and not within tolerance: what makes an op diverge.
+  bool Differs() const { return !equal && tolerated != Tolerated::kWithin; }
 };
 
 // Where an op sits in one run.
@@ -90,6 +100,30 @@ struct NumericDivergence {
   Producer producer_b;
   // The ops that enclose `a` (nearest first), e.g. aten::linear around aten::addmm.
   std::vector<OpLocation> enclosing;
+  std::string tolerance;  // the op's tolerance ("rel:1e-05") when one was given
+};
+
+// An op pair that diverged beyond tolerance where that is allowed: the op (or one enclosing
+// it) is marked nondeterministic, or it follows from such an op (every differing tensor input
+// came out of an allowed op, or it encloses one).
+struct AllowedDivergence {
+  bool follows = false;  // false: nondeterministic itself; true: follows from one
+  OpLocation a;
+  OpLocation b;
+  std::vector<ArgComparison> outputs;
+};
+
+// What a tolerance let through in one rank's steps compared.
+struct ToleranceSummary {
+  size_t within_ops = 0;  // op pairs not bitwise equal, every slot equal or within tolerance
+  std::optional<OpLocation> first_within_a;
+  std::optional<OpLocation> first_within_b;
+  std::string first_within_tolerance;
+  size_t allowed_ops = 0;                  // AllowedDivergence with follows = false
+  size_t follows_ops = 0;                  // and with follows = true
+  std::vector<AllowedDivergence> allowed;  // the first few nondeterministic ones, in order
+  std::optional<AllowedDivergence> first_follows;
+  size_t listed() const { return allowed.size() + (first_follows ? 1 : 0); }
 };
 
 // One block of ops without counterpart, between two paired ops (or a step's ends).
@@ -158,6 +192,7 @@ struct RankDiff {
   std::optional<StructuralDivergence> structural;  // the first block not inside a clean op
   std::optional<StructuralSummary> structure;      // every block, when there is any
   std::optional<NumericDivergence> numeric;        // the first one
+  ToleranceSummary tolerance;                      // empty without DiffOptions::tolerance
   std::vector<std::string> notes;                  // e.g. a trace that ends early
   // kRng / kData: what was set up differently, where it first showed ("RNG state differs at
   // step 2 (before op aten::bernoulli_, module drop, model.py:116)"). Set by ApplySetupChecks.
@@ -166,6 +201,8 @@ struct RankDiff {
 
 struct DiffOptions {
   AlignOptions align;  // for steps whose op streams differ
+  // Tolerances and nondeterministic ops (a policy, see tolerance_judge.h); null: bitwise.
+  std::shared_ptr<const ToleranceJudge> tolerance;
 };
 
 struct DiffResult {
@@ -175,6 +212,7 @@ struct DiffResult {
   // Numerics-relevant environment that differs ("OMP_NUM_THREADS 1 vs 2"), named beside the
   // verdict. Set by ApplySetupChecks (setup_check.h).
   std::vector<std::string> environment;
+  std::string tolerance;  // ToleranceJudge::Summary() when a tolerance was given
 };
 
 // Fails for runs that cannot be compared (world sizes, no common step, different programs) and

@@ -91,6 +91,16 @@ StatusOr<Explanation> ExplainCaptures(const std::string& path_a, const std::stri
   return explanation;
 }
 
+void ApplyTolerance(const Tolerance& t, Explanation* explanation) {
+  if (t.kind == Tolerance::Kind::kBitwise) return;
+  explanation->tolerance = t.ToString();
+  for (auto* side : {&explanation->inputs, &explanation->outputs}) {
+    for (TensorExplanation& tensor : *side) {
+      if (tensor.comparison) tensor.within_tolerance = ComparisonWithin(t, *tensor.comparison);
+    }
+  }
+}
+
 std::string ExplanationHeadline(const Explanation& explanation) {
   std::string text;
   bool inputs_equal = true;
@@ -111,6 +121,11 @@ std::string ExplanationHeadline(const Explanation& explanation) {
     const size_t histogram = summary.find(" ULP (");
     if (histogram != std::string::npos) summary.resize(histogram + 4);
     text += summary;
+    if (output.within_tolerance) {
+      text +=
+          std::string(*output.within_tolerance ? ", within tolerance " : ", beyond tolerance ") +
+          explanation.tolerance;
+    }
   }
   return text;
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "capture/element_compare.h"
+#include "capture/tolerance.h"
 #include "diff/diff.h"
 #include "upguard/status.h"
 
@@ -29,6 +30,8 @@ struct TensorExplanation {
   bool in_b = false;
   bool bitwise_equal = false;
   std::optional<ElementComparison> comparison;  // when both sides were captured
+  // With a tolerance (ApplyTolerance): whether every element pair passes it.
+  std::optional<bool> within_tolerance;
 };
 
 struct Explanation {
@@ -39,11 +42,16 @@ struct Explanation {
   // Captures whose digest is not the one the run recorded: "A output 0 (self): captured
   // 1f2e..., recorded 9a8b...: the re-run did not reproduce the recorded values".
   std::vector<std::string> not_reproduced;
+  std::string tolerance;  // the op's tolerance when one was applied: "ulp:4"
 };
 
 // Compares the captures of `divergence`'s op in run A (`path_a`) and run B (`path_b`).
 StatusOr<Explanation> ExplainCaptures(const std::string& path_a, const std::string& path_b,
                                       const NumericDivergence& divergence, const RankTrace& ta);
+
+// Judges each compared tensor's elements against `t` (ComparisonWithin), the op's tolerance.
+// A bitwise tolerance changes nothing: bitwise_equal already says it.
+void ApplyTolerance(const Tolerance& t, Explanation* explanation);
 
 // One sentence for people: "inputs bitwise identical; output 0: 12 of 196,608 elements differ
 // (0.0061%), all by 1 ULP; ...".

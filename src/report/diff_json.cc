@@ -34,12 +34,14 @@ json SideJson(const ArgRecord& arg, const RankTrace& trace) {
 json SlotsJson(const std::vector<ArgComparison>& slots, const RankTrace& ta, const RankTrace& tb) {
   json list = json::array();
   for (const ArgComparison& slot : slots) {
-    list.push_back({{"index", slot.index},
-                    {"name", slot.name},
-                    {"equal", slot.equal},
-                    {"compared", slot.compared},
-                    {"a", slot.a ? SideJson(*slot.a, ta) : json(nullptr)},
-                    {"b", slot.b ? SideJson(*slot.b, tb) : json(nullptr)}});
+    json item = {{"index", slot.index},
+                 {"name", slot.name},
+                 {"equal", slot.equal},
+                 {"compared", slot.compared},
+                 {"a", slot.a ? SideJson(*slot.a, ta) : json(nullptr)},
+                 {"b", slot.b ? SideJson(*slot.b, tb) : json(nullptr)}};
+    if (slot.tolerated != Tolerated::kNotJudged) item["tolerated"] = ToleratedName(slot.tolerated);
+    list.push_back(std::move(item));
   }
   return list;
 }
@@ -78,7 +80,40 @@ json NumericJson(const NumericDivergence& n, const RankTrace& ta, const RankTrac
   json enclosing = json::array();
   for (const OpLocation& up : n.enclosing) enclosing.push_back(ta.Str(up.op->op));
   j["enclosing"] = enclosing;
+  if (!n.tolerance.empty()) j["tolerance"] = n.tolerance;
   return j;
+}
+
+// An op of one run with its index in the step and the other run's.
+json PairJson(const OpLocation& a, const OpLocation& b, const RankTrace& ta) {
+  json j = OpJson(*a.op, ta);
+  j["index"] = a.index;
+  j["index_b"] = b.index;
+  return j;
+}
+
+json AllowedJson(const AllowedDivergence& allowed, const RankTrace& ta, const RankTrace& tb) {
+  json j = PairJson(allowed.a, allowed.b, ta);
+  j["follows"] = allowed.follows;
+  j["outputs"] = SlotsJson(allowed.outputs, ta, tb);
+  return j;
+}
+
+json ToleranceJson(const ToleranceSummary& t, const RankTrace& ta, const RankTrace& tb) {
+  json first_within = nullptr;
+  if (t.first_within_a) {
+    first_within = PairJson(*t.first_within_a, *t.first_within_b, ta);
+    first_within["tolerance"] = t.first_within_tolerance;
+  }
+  json allowed = json::array();
+  for (const AllowedDivergence& op : t.allowed) allowed.push_back(AllowedJson(op, ta, tb));
+  return {
+      {"within_ops", t.within_ops},
+      {"first_within", first_within},
+      {"allowed_ops", t.allowed_ops},
+      {"follows_ops", t.follows_ops},
+      {"allowed", allowed},
+      {"first_follows", t.first_follows ? AllowedJson(*t.first_follows, ta, tb) : json(nullptr)}};
 }
 
 // Ops listed in a block: each with its index in the step.
@@ -148,27 +183,31 @@ json DiffToJson(const DiffResult& result, const Run& a, const Run& b) {
     const RankDiff& diff = result.ranks[rank_idx];
     const RankTrace& ta = a.ranks[rank_idx];
     const RankTrace& tb = b.ranks[rank_idx];
-    ranks.push_back(
-        {{"rank", diff.rank},
-         {"verdict", VerdictName(diff.verdict)},
-         {"steps_compared", diff.steps_compared},
-         {"steps_identical", diff.steps_identical},
-         {"first_step", diff.first_step ? json(*diff.first_step) : json(nullptr)},
-         {"last_step", diff.last_step ? json(*diff.last_step) : json(nullptr)},
-         {"notes", diff.notes},
-         {"setup", diff.setup.empty() ? json(nullptr) : json(diff.setup)},
-         {"divergence", diff.numeric ? NumericJson(*diff.numeric, ta, tb) : json(nullptr)},
-         {"structural", diff.structural ? StructuralJson(*diff.structural, ta, tb) : json(nullptr)},
-         {"structural_summary",
-          diff.structure ? SummaryJson(*diff.structure, ta, tb) : json(nullptr)}});
+    json rank = {
+        {"rank", diff.rank},
+        {"verdict", VerdictName(diff.verdict)},
+        {"steps_compared", diff.steps_compared},
+        {"steps_identical", diff.steps_identical},
+        {"first_step", diff.first_step ? json(*diff.first_step) : json(nullptr)},
+        {"last_step", diff.last_step ? json(*diff.last_step) : json(nullptr)},
+        {"notes", diff.notes},
+        {"setup", diff.setup.empty() ? json(nullptr) : json(diff.setup)},
+        {"divergence", diff.numeric ? NumericJson(*diff.numeric, ta, tb) : json(nullptr)},
+        {"structural", diff.structural ? StructuralJson(*diff.structural, ta, tb) : json(nullptr)},
+        {"structural_summary",
+         diff.structure ? SummaryJson(*diff.structure, ta, tb) : json(nullptr)}};
+    if (!result.tolerance.empty()) rank["tolerance"] = ToleranceJson(diff.tolerance, ta, tb);
+    ranks.push_back(std::move(rank));
   }
-  return {{"schema", "upguard.diff/1"},
-          {"verdict", VerdictName(result.verdict)},
-          {"run_a", a.dir},
-          {"run_b", b.dir},
-          {"notes", result.notes},
-          {"environment", result.environment},
-          {"ranks", ranks}};
+  json out = {{"schema", "upguard.diff/1"},
+              {"verdict", VerdictName(result.verdict)},
+              {"run_a", a.dir},
+              {"run_b", b.dir},
+              {"notes", result.notes},
+              {"environment", result.environment},
+              {"ranks", ranks}};
+  if (!result.tolerance.empty()) out["tolerance"] = result.tolerance;
+  return out;
 }
 
 }  // namespace upguard

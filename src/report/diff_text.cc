@@ -46,7 +46,25 @@ void OpHeader(const Ctx& ctx, const OpRecord& op, size_t index) {
   if (op.node != kEmptyString) ctx.out << "    autograd   " << ctx.ta.Str(op.node) << "\n";
 }
 
-void Slots(const Ctx& ctx, const char* title, const std::vector<ArgComparison>& slots) {
+// After a differing tensor slot's digests: how it fares against the op's tolerance (none
+// given, or bitwise: nothing).
+std::string ToleranceNote(const ArgComparison& slot, const std::string& tolerance) {
+  if (tolerance.empty() || tolerance == "bitwise") return "";
+  switch (slot.tolerated) {
+    case Tolerated::kWithin:
+      return "  within " + tolerance;
+    case Tolerated::kBeyond:
+      return "  beyond " + tolerance;
+    case Tolerated::kNoStats:
+      return "  no statistics: bitwise only (" + tolerance + " not applied)";
+    case Tolerated::kNotJudged:
+      break;
+  }
+  return "";
+}
+
+void Slots(const Ctx& ctx, const char* title, const std::vector<ArgComparison>& slots,
+           const std::string& tolerance) {
   if (slots.empty()) return;
   ctx.out << "    " << title << "\n";
   for (const ArgComparison& slot : slots) {
@@ -68,7 +86,9 @@ void Slots(const Ctx& ctx, const char* title, const std::vector<ArgComparison>& 
       state = slot.equal ? "not a value (" + std::string(ArgKindName(any->kind)) + ")" : "DIFFERS";
     } else {
       state = slot.equal ? "identical  " + slot.a->digest.Short()
-                         : "DIFFERS    " + slot.a->digest.Short() + " vs " + slot.b->digest.Short();
+                         : std::string(slot.Differs() ? "DIFFERS    " : "differs    ") +
+                               slot.a->digest.Short() + " vs " + slot.b->digest.Short() +
+                               ToleranceNote(slot, tolerance);
     }
     ctx.out << "      " << Fit(OrDash(slot.name), 14) << " " << Fit(what, 26) << " " << state
             << "\n";
@@ -115,20 +135,27 @@ void Numeric(const Ctx& ctx, const NumericDivergence& numeric) {
     }
     ctx.out << "\n";
   }
-  Slots(ctx, "inputs", numeric.inputs);
-  Slots(ctx, "outputs", numeric.outputs);
+  Slots(ctx, "inputs", numeric.inputs, numeric.tolerance);
+  Slots(ctx, "outputs", numeric.outputs, numeric.tolerance);
+  const bool tolerant = !numeric.tolerance.empty() && numeric.tolerance != "bitwise";
   if (numeric.verdict == Verdict::kCulprit) {
     bool args_differ = false;
-    for (const ArgComparison& slot : numeric.inputs) args_differ |= !slot.equal;
-    ctx.out << "  verdict: culprit — every tensor input is bitwise identical in both runs and an "
-               "output differs:\n           this op computed differently";
+    for (const ArgComparison& slot : numeric.inputs) args_differ |= slot.Differs();
+    if (tolerant) {
+      ctx.out << "  verdict: culprit — every tensor input is bitwise identical or within "
+              << numeric.tolerance << " in both runs and an output differs beyond it:\n"
+              << "           this op computed differently";
+    } else {
+      ctx.out << "  verdict: culprit — every tensor input is bitwise identical in both runs and "
+                 "an output differs:\n           this op computed differently";
+    }
     ctx.out << (args_differ ? " because a non-tensor argument differs (see DIFFERS above).\n"
                             : " (a kernel, library, flag or hardware difference).\n");
     return;
   }
   const ArgComparison& bad = numeric.inputs[*numeric.first_bad_input];
-  ctx.out << "  verdict: propagated — input '" << OrDash(bad.name)
-          << "' already differed when this op ran.\n";
+  ctx.out << "  verdict: propagated — input '" << OrDash(bad.name) << "' already differed"
+          << (tolerant ? " beyond " + numeric.tolerance : std::string()) << " when this op ran.\n";
   ctx.out << "    where it came from:\n";
   ctx.out << "      " << ctx.a.dir << ": " << ProducerText(numeric.producer_a, ctx.ta) << "\n";
   ctx.out << "      " << ctx.b.dir << ": " << ProducerText(numeric.producer_b, ctx.tb) << "\n";
@@ -230,11 +257,60 @@ void Summary(const Ctx& ctx, const std::string& lead, const StructuralSummary& s
   }
 }
 
+// "aten::mm (step 1 #3, backward, module fc)"
+std::string OpAt(const OpLocation& at, const RankTrace& trace) {
+  const OpRecord& op = *at.op;
+  std::string text = trace.Str(op.op) + " (step " + std::to_string(at.step) + " #" +
+                     std::to_string(at.index) + ", " + std::string(PhaseName(op.phase));
+  if (op.module != kEmptyString) text += ", module " + trace.Str(op.module);
+  return text + ")";
+}
+
+// An allowed op and how much its differing outputs differ, from their statistics.
+void AllowedLine(const Ctx& ctx, const char* lead, const AllowedDivergence& allowed) {
+  ctx.out << "    " << lead << OpAt(allowed.a, ctx.ta) << "\n";
+  for (const ArgComparison& slot : allowed.outputs) {
+    if (!slot.Differs() || slot.a == nullptr || slot.b == nullptr) continue;
+    const std::string magnitude = Magnitude(*slot.a, *slot.b);
+    ctx.out << "      " << Fit(OrDash(slot.name), 14) << " "
+            << (magnitude.empty() ? "differs (no statistics)" : magnitude) << "\n";
+  }
+}
+
+// What the tolerance let through: ops within it, and allowed nondeterminism.
+void ToleranceLines(const Ctx& ctx, const ToleranceSummary& t) {
+  if (t.within_ops > 0) {
+    ctx.out << "  within tolerance: " << t.within_ops
+            << " op(s) differed, none beyond its tolerance; the first:\n    "
+            << OpAt(*t.first_within_a, ctx.ta) << " under " << t.first_within_tolerance << "\n";
+  }
+  if (t.allowed_ops + t.follows_ops == 0) return;
+  ctx.out << "  allowed nondeterminism: " << t.allowed_ops
+          << " op(s) marked nondeterministic differed, " << t.follows_ops
+          << " op(s) followed from them\n";
+  for (const AllowedDivergence& allowed : t.allowed) AllowedLine(ctx, "", allowed);
+  if (t.allowed_ops > t.allowed.size()) {
+    ctx.out << "    ... " << t.allowed_ops - t.allowed.size() << " more\n";
+  }
+  if (t.first_follows) AllowedLine(ctx, "first to follow: ", *t.first_follows);
+}
+
 void Rank(const Ctx& ctx, const RankDiff& diff) {
   ctx.out << "  rank " << diff.rank << ": compared steps " << *diff.first_step << ".."
           << *diff.last_step << " (" << diff.steps_compared << "), " << diff.steps_identical
           << " identical by step digest\n";
   for (const std::string& note : diff.notes) ctx.out << "  note: " << note << "\n";
+  ToleranceLines(ctx, diff.tolerance);
+  const ToleranceSummary& t = diff.tolerance;
+  if (diff.verdict == Verdict::kIdentical && t.within_ops + t.allowed_ops + t.follows_ops > 0) {
+    ctx.out << (t.allowed_ops + t.follows_ops > 0
+                    ? "  IDENTICAL except allowed nondeterminism: no other op with a counterpart "
+                      "differs beyond its\n           tolerance.\n"
+                    : "  IDENTICAL within tolerance: no op with a counterpart differs beyond its "
+                      "tolerance.\n");
+    if (diff.structure) Summary(ctx, "differences inside ops that match", *diff.structure);
+    return;
+  }
   if (diff.verdict == Verdict::kIdentical) {
     if (!diff.structure) {
       ctx.out << "  IDENTICAL: every recorded op has bitwise identical inputs and outputs.\n";
@@ -280,6 +356,7 @@ void Rank(const Ctx& ctx, const RankDiff& diff) {
 std::string RenderDiffText(const DiffResult& result, const Run& a, const Run& b) {
   std::ostringstream out;
   out << "upguard diff " << a.dir << " " << b.dir << "\n";
+  if (!result.tolerance.empty()) out << "  tolerance: " << result.tolerance << "\n";
   for (const std::string& note : result.notes) out << "  note: " << note << "\n";
   if (!result.environment.empty()) {
     out << "  environment differs:";

@@ -20,14 +20,19 @@ std::string Label(const TensorExplanation& tensor) {
   return label;
 }
 
-std::string Describe(const TensorExplanation& tensor) {
+std::string Describe(const TensorExplanation& tensor, const std::string& tolerance) {
   if (!tensor.in_a || !tensor.in_b) {
     return std::string("captured in run ") + (tensor.in_a ? "A" : "B") + " only";
   }
   const ElementComparison& c = *tensor.comparison;
   std::string shape = std::string(DTypeName(c.dtype)) + ShapeText(c.shape) + "  ";
   if (!c.comparable) return shape + "not comparable: " + c.why_not;
-  return shape + SummarizeComparison(c);
+  std::string text = shape + SummarizeComparison(c);
+  if (tensor.within_tolerance && !tensor.bitwise_equal) {
+    text += *tensor.within_tolerance ? "; within tolerance " : "; beyond tolerance ";
+    text += tolerance;
+  }
+  return text;
 }
 
 nlohmann::json TensorJson(const TensorExplanation& tensor) {
@@ -36,6 +41,7 @@ nlohmann::json TensorJson(const TensorExplanation& tensor) {
                         {"in_a", tensor.in_a},
                         {"in_b", tensor.in_b},
                         {"bitwise_equal", tensor.bitwise_equal}};
+  if (tensor.within_tolerance) out["within_tolerance"] = *tensor.within_tolerance;
   if (!tensor.comparison) return out;
   const ElementComparison& c = *tensor.comparison;
   out["dtype"] = DTypeName(c.dtype);
@@ -87,7 +93,7 @@ std::string RenderExplainText(const ExplainedDivergence& explained) {
   }
   for (const auto* side : {&e.inputs, &e.outputs}) {
     for (const TensorExplanation& tensor : *side) {
-      text += "  " + Fit(Label(tensor), width) + "  " + Describe(tensor) + "\n";
+      text += "  " + Fit(Label(tensor), width) + "  " + Describe(tensor, e.tolerance) + "\n";
     }
   }
   for (const std::string& warning : e.not_reproduced) text += "  warning: " + warning + "\n";
@@ -101,21 +107,23 @@ nlohmann::json ExplainToJson(const ExplainedDivergence& explained) {
   nlohmann::json outputs = nlohmann::json::array();
   for (const TensorExplanation& tensor : e.inputs) inputs.push_back(TensorJson(tensor));
   for (const TensorExplanation& tensor : e.outputs) outputs.push_back(TensorJson(tensor));
-  return {{"op", e.op},
-          {"a",
-           {{"step", explained.step_a},
-            {"index", explained.index_a},
-            {"capture", e.capture_a},
-            {"rerun_seconds", explained.rerun_seconds_a}}},
-          {"b",
-           {{"step", explained.step_b},
-            {"index", explained.index_b},
-            {"capture", e.capture_b},
-            {"rerun_seconds", explained.rerun_seconds_b}}},
-          {"inputs", inputs},
-          {"outputs", outputs},
-          {"not_reproduced", e.not_reproduced},
-          {"headline", ExplanationHeadline(e)}};
+  nlohmann::json out = {{"op", e.op},
+                        {"a",
+                         {{"step", explained.step_a},
+                          {"index", explained.index_a},
+                          {"capture", e.capture_a},
+                          {"rerun_seconds", explained.rerun_seconds_a}}},
+                        {"b",
+                         {{"step", explained.step_b},
+                          {"index", explained.index_b},
+                          {"capture", e.capture_b},
+                          {"rerun_seconds", explained.rerun_seconds_b}}},
+                        {"inputs", inputs},
+                        {"outputs", outputs},
+                        {"not_reproduced", e.not_reproduced},
+                        {"headline", ExplanationHeadline(e)}};
+  if (!e.tolerance.empty()) out["tolerance"] = e.tolerance;
+  return out;
 }
 
 }  // namespace upguard

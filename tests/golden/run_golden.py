@@ -8,6 +8,8 @@ A case file (tests/golden/*.test) has a header and sections:
     exit: 1                         # expected exit code
     === a                           # text-form trace (docs/formats/trace.md, Appendix A)
     ...                             # written to <tmp>/a/rank0.ugt; `=== a/rank1` for rank 1
+    === file tol.txt                # any other file the command reads, written verbatim
+    ...
     === expect                      # the exact stdout
     ...
 
@@ -41,6 +43,10 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for name, text in sections.items():
             if name == "expect":
+                continue
+            if name.startswith("file "):
+                with open(os.path.join(tmp, name[5:]), "w", encoding="utf-8") as f:
+                    f.write(text)
                 continue
             run, _, rank = name.partition("/")
             os.makedirs(os.path.join(tmp, run), exist_ok=True)
