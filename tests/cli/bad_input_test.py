@@ -142,6 +142,26 @@ def main():
         # Bad options.
         check("one run only", ["diff", "good"], tmp, must_say=("two run directories",))
         check("unknown option", ["diff", "good", "good", "--jason"], tmp, must_say=("--jason",))
+        # Tolerance options: the option (or the policy file's line) and the accepted forms.
+        check("bad tolerance", ["diff", "good", "changed", "--tolerance", "rel:fast"], tmp,
+              must_say=("--tolerance", '"rel:fast"', "ulp:N"))
+        check("negative tolerance", ["diff", "good", "changed", "--tolerance", "rel:-1"], tmp,
+              must_say=("--tolerance", "rel:X,abs:Y"))
+        check("empty tolerance", ["diff", "good", "changed", "--tolerance="], tmp,
+              must_say=("--tolerance needs a value",))
+        check("missing policy file", ["diff", "good", "changed", "--tolerance-policy", "no.txt"],
+              tmp, must_say=("--tolerance-policy", "no.txt"))
+        with open(os.path.join(tmp, "tol.txt"), "w") as f:
+            f.write("# ok so far\ndefault rel:1e-6\nop aten::mm fast\n")
+        check("bad policy line", ["diff", "good", "changed", "--tolerance-policy", "tol.txt"],
+              tmp, must_say=("tol.txt:3:", '"fast"'))
+        with open(os.path.join(tmp, "tol2.txt"), "w") as f:
+            f.write("nondeterministic\n")
+        check("policy rule without glob", ["diff", "good", "changed", "--tolerance-policy",
+                                           "tol2.txt"], tmp, must_say=("tol2.txt:1:", "a glob"))
+        check("empty nondeterministic glob", ["diff", "good", "changed",
+                                              "--allow-nondeterministic", "aten::a,,aten::b"],
+              tmp, must_say=("--allow-nondeterministic", "bad glob"))
         check("bad step", ["show", "good", "--step", "two"], tmp, must_say=("--step", "'two'"))
         check("missing rank", ["show", "good", "--rank", "3"], tmp, must_say=("--rank 3",))
         check("record without -o", ["record", "--", "true"], tmp, must_say=("-o DIR",))
