@@ -16,7 +16,9 @@ AllowedTracker::Kind AllowedTracker::Classify(const RankTrace& ta, const StepOps
     const bool tensor = (slot.a != nullptr && slot.a->kind == ArgKind::kTensor) ||
                         (slot.b != nullptr && slot.b->kind == ArgKind::kTensor);
     if (!tensor || !slot.Differs()) continue;
-    if (!Remembered(slot)) return Kind::kNone;
+    const bool through_view =
+        !remembered_[1].empty() && slot.b != nullptr && within_b_.count(slot.b->digest) == 0;
+    if (!Remembered(slot) && !through_view) return Kind::kNone;
     input_differs = true;
   }
   if (input_differs) return Kind::kFollows;
@@ -27,18 +29,28 @@ AllowedTracker::Kind AllowedTracker::Classify(const RankTrace& ta, const StepOps
   return encloses ? Kind::kFollows : Kind::kNone;
 }
 
+void AllowedTracker::NoteWithin(const NumericDivergence& n) {
+  if (remembered_[1].empty()) return;  // nothing allowed yet
+  for (const ArgComparison& slot : n.outputs) {
+    if (!slot.equal && slot.b != nullptr) within_b_.insert(slot.b->digest);
+  }
+}
+
 bool AllowedTracker::Absorb(const RankTrace& ta, const StepOps& sa, const NumericDivergence& n,
                             ToleranceSummary* summary) {
+  if (step_ != sa.step) {
+    step_ = sa.step;
+    enclosing_.clear();
+    absorbed_.clear();
+  }
+  if (absorbed_.count(n.a.index) > 0) return true;  // settled on before its turn
   const Kind kind = Classify(ta, sa, n);
   if (kind == Kind::kNone) return false;
+  absorbed_.insert(n.a.index);
   for (const ArgComparison& slot : n.outputs) {
     if (!slot.Differs()) continue;
     if (slot.a != nullptr) remembered_[0].insert(slot.a->digest);
     if (slot.b != nullptr) remembered_[1].insert(slot.b->digest);
-  }
-  if (step_ != sa.step) {
-    step_ = sa.step;
-    enclosing_.clear();
   }
   for (std::optional<size_t> up = ParentIndex(sa.ops, n.a.index); up;
        up = ParentIndex(sa.ops, *up)) {

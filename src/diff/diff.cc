@@ -102,6 +102,7 @@ OpOutcome CompareOp(const RankTrace& ta, const StepOps& sa, size_t ia, const Ran
     if (!within) return OpOutcome::kSame;
     out->a = OpLocation{sa.step, ia, &a};
     out->b = OpLocation{sb.step, ib, &b};
+    out->outputs = std::move(outputs);
     return OpOutcome::kWithin;
   }
 
@@ -279,16 +280,20 @@ Status WalkStep(const RankTrace& ta, const std::shared_ptr<const StepOps>& step_
     if (outcome == OpOutcome::kWithin) {
       hold |= diff->tolerance.within_ops == 0;  // the first one is reported
       NoteWithin(numeric, ta, *judge, &diff->tolerance);
+      if (allowed != nullptr) allowed->NoteWithin(numeric);
       continue;
     }
     if (InsideCleanTopLevelOp(ta, sa, pair.a, tb, sb, pair.b, alignment, judge)) continue;
-    const size_t listed = diff->tolerance.listed();
-    if (allowed != nullptr && allowed->Absorb(ta, sa, numeric, &diff->tolerance)) {
-      // Listed ops point into both steps.
-      hold |= diff->tolerance.listed() > listed;
-      continue;
-    }
+    // Allowed nondeterminism, at the innermost record or at the op the report settles on.
+    const auto absorbed = [&] {
+      const size_t listed = diff->tolerance.listed();
+      if (allowed == nullptr || !allowed->Absorb(ta, sa, numeric, &diff->tolerance)) return false;
+      hold |= diff->tolerance.listed() > listed;  // listed ops point into both steps
+      return true;
+    };
+    if (absorbed()) continue;
     Settle(ta, sa, tb, sb, alignment, judge, &numeric);
+    if (absorbed()) continue;
     if (numeric.first_bad_input) {
       const ArgComparison& slot = numeric.inputs[*numeric.first_bad_input];
       if (slot.a != nullptr) {
