@@ -10,13 +10,59 @@ Python process that never imports torch pays nothing.
 from __future__ import annotations
 
 import atexit
+import json
 import importlib.abc
 import importlib.util
 import os
 import sys
 
 
+# The torchrun launcher (`python -m torch.distributed.run` / `torchrun` / the older
+# `torch.distributed.launch`) imports torch but trains nothing: its workers, which inherit the
+# UPGUARD_RECORD_* environment, record one trace per rank.
+_LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch")
+_LAUNCHER_SCRIPTS = ("torch/distributed/run.py", "torch/distributed/launch.py")
+
+
+def _is_torchrun_launcher() -> bool:
+    # `python -m torch.distributed.run` imports torch while finding the module, before runpy
+    # sets sys.argv[0]: the interpreter's own argv says which module runs.
+    argv = list(getattr(sys, "orig_argv", []))
+    for idx, arg in enumerate(argv[:-1]):
+        if arg == "-m":
+            return argv[idx + 1] in _LAUNCHER_MODULES
+    script = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return script.endswith(_LAUNCHER_SCRIPTS) or os.path.basename(script) == "torchrun"
+
+
+def _fix_torchrun_std_parsing() -> None:
+    """Debian's torch 1.13 launcher under Python 3.11: `Std.from_str("0")` returns None (Python
+    3.11 no longer iterates zero-valued IntFlag members), and the launcher then fails with
+    "'NoneType' object has no attribute 'get'" unless given --redirects/--tee. Parse by value."""
+    try:
+        from torch.distributed.elastic.multiprocessing import api
+    except Exception:  # torch without the elastic launcher: nothing to fix
+        return
+    original = api.Std.from_str
+    if original("0") is not None:
+        return
+
+    def from_str(vm):  # type: ignore[no-untyped-def]
+        parsed = original(vm)
+        if isinstance(parsed, dict):
+            return {rank: api.Std(int(v)) for rank, v in
+                    (item.split(":") for item in vm.split(","))}
+        return api.Std(int(vm)) if parsed is None else parsed
+
+    api.Std.from_str = staticmethod(from_str)
+
+
 def _start_from_env() -> None:
+    if _is_torchrun_launcher():
+        _fix_torchrun_std_parsing()
+        # The workers inherit the environment: they put the launch command in their metadata.
+        os.environ["UPGUARD_LAUNCHER_ARGV"] = json.dumps(list(getattr(sys, "orig_argv", [])))
+        return
     import upguard
 
     depth = os.environ.get("UPGUARD_RECORD_MAX_DEPTH", "")

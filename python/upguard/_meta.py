@@ -20,7 +20,7 @@ NUMERICS_ENV = (
 
 
 def engine_meta() -> Dict[str, Any]:
-    return {
+    meta: Dict[str, Any] = {
         "argv": [sys.executable] + sys.argv,
         "executable": sys.executable,
         "cwd": os.getcwd(),
@@ -33,6 +33,10 @@ def engine_meta() -> Dict[str, Any]:
         "cudnn_deterministic": bool(torch.backends.cudnn.deterministic),
         "env": {name: os.environ[name] for name in NUMERICS_ENV if name in os.environ},
     }
+    launcher = os.environ.get("UPGUARD_LAUNCHER_ARGV")
+    if launcher:  # started by torchrun under `upguard record`: the command that launched it
+        meta["launcher_argv"] = json.loads(launcher)
+    return meta
 
 
 def engine_meta_json() -> str:

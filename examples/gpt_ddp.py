@@ -1,0 +1,85 @@
+"""The small character GPT of gpt_train.py under DistributedDataParallel: one process per rank
+(gloo on CPU), each training on its own slice of every batch, gradients all-reduced by DDP.
+
+    /usr/bin/python3 -m torch.distributed.run --nproc_per_node=2 examples/gpt_ddp.py
+    upguard record -o runs/ddp_a -- /usr/bin/python3 -m torch.distributed.run --nproc_per_node=2 examples/gpt_ddp.py
+    upguard record -o runs/ddp_b -- /usr/bin/python3 -m torch.distributed.run --nproc_per_node=2 examples/gpt_ddp.py --plant gelu-tanh --plant-rank 1
+    upguard diff runs/ddp_a runs/ddp_b
+
+--plant makes one change from step --plant-step on, on rank --plant-rank only (default 1):
+  gelu-tanh   that rank's blocks.1.mlp.act uses the tanh approximation of GELU
+  data-shift  that rank's batch slice starts one character later
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpt import GPT, GPTConfig  # noqa: E402
+from gpt_train import make_corpus  # noqa: E402
+
+PLANTS = ("none", "gelu-tanh", "data-shift")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--batch", type=int, default=4, help="rows per rank")
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--width", type=int, default=64)
+    parser.add_argument("--block", type=int, default=32)
+    parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--plant", choices=PLANTS, default="none")
+    parser.add_argument("--plant-step", type=int, default=2)
+    parser.add_argument("--plant-rank", type=int, default=1)
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args()
+
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.set_num_threads(1)
+    torch.manual_seed(args.seed)  # the same initial weights on every rank
+    text = make_corpus()
+    vocab = sorted(set(text))
+    data = np.array([vocab.index(c) for c in text], dtype=np.int64)
+    config = GPTConfig(vocab_size=len(vocab), block_size=args.block, n_layer=args.layers,
+                       n_head=4, n_embd=args.width, dropout=0.0)
+    gpt = GPT(config)
+    # The causal masks are constant bool buffers, which gloo cannot broadcast: not synced.
+    DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(
+        gpt, [name for name, _ in gpt.named_buffers()])
+    model = DistributedDataParallel(gpt)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.1)
+    batch_rng = np.random.default_rng(args.seed)  # one global batch; each rank takes its rows
+
+    for step in range(args.steps):
+        planted = args.plant != "none" and step >= args.plant_step and rank == args.plant_rank
+        if planted and args.plant == "gelu-tanh":
+            model.module.blocks[1].mlp.act.approximate = "tanh"
+        starts = batch_rng.integers(0, len(data) - args.block - 2, size=args.batch * world)
+        mine = starts[rank * args.batch:(rank + 1) * args.batch]
+        shift = 1 if planted and args.plant == "data-shift" else 0
+        x = torch.from_numpy(np.stack([data[s + shift:s + shift + args.block] for s in mine]))
+        y = torch.from_numpy(np.stack([data[s + shift + 1:s + shift + 1 + args.block]
+                                       for s in mine]))
+        loss = model(x, y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        if not args.quiet and rank == 0:
+            print(f"step {step}: loss {loss.item():.6f}", flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
