@@ -84,7 +84,7 @@ struct OpContext : at::ObserverContext {
 std::atomic<Recorder*> g_recorder{nullptr};
 std::atomic<bool> g_explicit_steps{false};
 std::atomic<bool> g_continue_after_divergence{false};
-std::atomic<bool> g_rng_recorded{false};  // upguard::rng_state was recorded in this step
+std::atomic<bool> g_rng_recorded{false};   // upguard::rng_state was recorded in this step
 std::atomic<bool> g_forward_seen{false};   // a module ran forward in this step
 std::atomic<bool> g_backward_seen{false};  // an autograd node ran in this step
 std::mutex g_lifecycle_mu;                 // Start / Stop
@@ -123,6 +123,9 @@ void Disable(const char* where, const char* what) {
 // last optimizer.step gets no extra step). Not for step 0: recording starts at `import torch`,
 // where torch seeds itself from the OS, before the program's manual_seed; step 0's random ops
 // record the state they draw from.
+void OnDivergence(const RecordedOp& recorded, const OpEvent& event, const HeldInputs& held,
+                  const ArgBatch& outputs, const std::vector<Digest128>& output_digests);
+
 void RecordRngState(Recorder* recorder) {
   constexpr std::string_view kOp = "upguard::rng_state";
   g_rng_recorded.store(true);
@@ -134,7 +137,8 @@ void RecordRngState(Recorder* recorder) {
   OpEvent event;
   event.op = kOp;
   event.inputs = {GeneratorStateArg("cpu", state)};
-  recorder->Record(event);
+  const RecordedOp recorded = recorder->Record(event);
+  if (recorded.diverged) OnDivergence(recorded, event, HeldInputs{}, ArgBatch{}, {});
   ts.busy = false;
 }
 
@@ -454,7 +458,9 @@ void RecordModelInputs(const std::vector<HostTensor>& tensors) {
     event.inputs.push_back(readable ? Arg::Tensor(tensor.name, view)
                                     : Arg::Shaped(ArgKind::kOpaque, tensor.name, view));
   }
-  recorder->Record(event);
+  const RecordedOp recorded = recorder->Record(event);
+  // A pseudo-op has no tensors of its own to capture: the message and the stop only.
+  if (recorded.diverged) OnDivergence(recorded, event, HeldInputs{}, ArgBatch{}, {});
 }
 
 void EnterModule(const std::string& path) {

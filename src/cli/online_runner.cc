@@ -8,6 +8,8 @@
 #include "cli/command.h"
 #include "cli/explain_runner.h"
 #include "diff/diff.h"
+#include "diff/setup_check.h"
+#include "report/format_util.h"
 
 namespace upguard {
 
@@ -28,8 +30,8 @@ StatusOr<int> ReportOnline(const RecordRequest& request, const RecordOutcome& ou
       "  found %.1f s after recording started, %.1f s after the command was launched%s\n",
       request.against.c_str(), online.value("step", 0), online.value("index", 0),
       online.value("op", std::string()).c_str(), online.value("phase", std::string()).c_str(),
-      online.value("module", std::string("-")).c_str(),
-      online.value("call_site", std::string("-")).c_str(), kind.c_str(),
+      OrDash(online.value("module", std::string())).c_str(),
+      OrDash(online.value("call_site", std::string())).c_str(), kind.c_str(),
       online.value("detail", std::string()).c_str(), online.value("seconds_since_start", 0.0),
       wall_seconds,
       request.continue_after_divergence ? "; the run went on (--continue)"
@@ -43,9 +45,14 @@ StatusOr<int> ReportOnline(const RecordRequest& request, const RecordOutcome& ou
   ASSIGN_OR_RETURN(Run reference, LoadRun(request.against, load));
   ASSIGN_OR_RETURN(Run candidate, LoadRun(request.run_dir, load));
   ASSIGN_OR_RETURN(DiffResult result, DiffRuns(reference, candidate, DiffOptions{}));
+  ApplySetupChecks(reference, candidate, &result);
   std::printf("  the full report: upguard diff %s %s\n", request.against.c_str(),
               request.run_dir.c_str());
   for (const RankDiff& rank : result.ranks) {
+    if (!rank.setup.empty()) {  // random state or data: nothing computed differently to show
+      std::printf("  setup: %s\n", rank.setup.c_str());
+      break;
+    }
     if (!rank.numeric) continue;
     const std::string live = request.run_dir + "/captures/rank" + std::to_string(rank.rank) +
                              ".step" + std::to_string(rank.numeric->b.step) + ".op" +

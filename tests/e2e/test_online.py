@@ -37,6 +37,18 @@ def test_online_stops_at_the_culprit_and_explains_it(runs, reference):
     assert [s["step"] for s in show_json(run)["steps"]] == [0, 1, 2]
 
 
+def test_online_stops_at_a_different_batch_and_names_the_setup(runs, reference):
+    run = runs / "online_data"
+    result = against(run, reference, "--plant", "data-order")
+    assert result.returncode == 1, result.stderr
+    online = json.loads((run / "online.json").read_text())
+    assert (online["op"], online["step"], online["detail"]) == (
+        "upguard::batch", 2, "input 0 (args[0]) differs")
+    assert "setup: input batch differs at step 2 (args[0], args[1] of the model call" in \
+        result.stdout
+    assert "explain:" not in result.stdout  # nothing computed differently to compare
+
+
 def test_continue_records_the_whole_run(runs, reference):
     run = runs / "online_continue"
     result = against(run, reference, "--plant", "gelu-tanh", cli_args=("--continue",))
