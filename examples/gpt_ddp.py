@@ -24,7 +24,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpt import GPT, GPTConfig  # noqa: E402
-from gpt_train import make_corpus  # noqa: E402
+from gpt_train import make_batch, make_corpus  # noqa: E402
 
 PLANTS = ("none", "gelu-tanh", "data-shift")
 
@@ -69,9 +69,7 @@ def main() -> None:
         starts = batch_rng.integers(0, len(data) - args.block - 2, size=args.batch * world)
         mine = starts[rank * args.batch:(rank + 1) * args.batch]
         shift = 1 if planted and args.plant == "data-shift" else 0
-        x = torch.from_numpy(np.stack([data[s + shift:s + shift + args.block] for s in mine]))
-        y = torch.from_numpy(np.stack([data[s + shift + 1:s + shift + 1 + args.block]
-                                       for s in mine]))
+        x, y = make_batch(data, mine, args.block, shift)
         loss = model(x, y)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

@@ -28,6 +28,7 @@ import argparse
 import os
 import random
 import sys
+from typing import Tuple
 
 import numpy as np
 import torch
@@ -63,6 +64,14 @@ def make_corpus(chars: int = 20000, seed: int = 1234) -> str:
         parts.append(f"{rng.choice(subjects)} {rng.choice(verbs)} {rng.choice(objects)}"
                      f"{rng.choice(tails)}\n")
     return "".join(parts)[:chars]
+
+
+def make_batch(data: np.ndarray, starts: np.ndarray, block: int,
+               shift: int = 0) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Inputs and next-character targets for windows of `block` characters at `starts`."""
+    x = np.stack([data[s + shift:s + shift + block] for s in starts])
+    y = np.stack([data[s + shift + 1:s + shift + 1 + block] for s in starts])
+    return torch.from_numpy(x), torch.from_numpy(y)
 
 
 def main() -> None:
@@ -119,9 +128,7 @@ def main() -> None:
         starts = batch_rng.integers(0, len(data) - args.block - 2, size=args.batch)
         if planted and "data-order" in plants:
             starts = starts[::-1]
-        x = torch.from_numpy(np.stack([data[s + shift:s + shift + args.block] for s in starts]))
-        y = torch.from_numpy(np.stack([data[s + shift + 1:s + shift + 1 + args.block]
-                                       for s in starts]))
+        x, y = make_batch(data, starts, args.block, shift)
 
         loss = model(x, y)
         optimizer.zero_grad(set_to_none=True)

@@ -18,7 +18,7 @@ struct CaptureState {
   std::mutex mu;
   std::optional<CaptureSelector> selector;  // set at Start, read-only while recording
   bool hold_all = false;                    // record --against: any op may be the divergence
-  std::string dir;
+  std::string run_dir;
   int rank = 0;
   std::atomic<uint64_t> captured{0};
   std::vector<std::string> files;  // guarded by mu
@@ -29,22 +29,6 @@ CaptureState& State() {
   return *state;
 }
 
-TensorView ViewOf(const at::Tensor& tensor) {
-  TensorView view;
-  view.dtype = ToDType(tensor.scalar_type());
-  view.ndim = static_cast<int>(tensor.dim());
-  view.sizes = tensor.sizes().data();
-  view.strides = tensor.strides().data();
-  view.data = tensor.data_ptr();
-  return view;
-}
-
-bool Readable(const at::Tensor& tensor) {
-  return tensor.defined() && tensor.layout() == c10::kStrided && tensor.device().is_cpu() &&
-         tensor.has_storage() && ToDType(tensor.scalar_type()) != DType::kInvalid &&
-         !tensor.is_conj() && !tensor.is_neg();
-}
-
 }  // namespace
 
 void ConfigureCapture(const std::optional<CaptureSelector>& selector, const std::string& run_dir,
@@ -53,7 +37,7 @@ void ConfigureCapture(const std::optional<CaptureSelector>& selector, const std:
   std::lock_guard<std::mutex> lock(state.mu);
   state.selector = selector;
   state.hold_all = hold_all;
-  state.dir = run_dir + "/captures";
+  state.run_dir = run_dir;
   state.rank = rank;
   state.captured.store(0);
   state.files.clear();
@@ -75,7 +59,7 @@ HeldInputs HoldInputs(const OpInfo& info, const ArgBatch& batch,
   held.digests.resize(records.size());
   for (size_t arg_idx = 0; arg_idx < records.size() && arg_idx < batch.tensors.size(); ++arg_idx) {
     const at::Tensor* tensor = batch.tensors[arg_idx];
-    if (records[arg_idx].kind != ArgKind::kTensor || tensor == nullptr || !Readable(*tensor)) {
+    if (records[arg_idx].kind != ArgKind::kTensor || tensor == nullptr || !IsReadable(*tensor)) {
       continue;
     }
     // The op may overwrite what it writes before we see it again: copy those now.
@@ -119,16 +103,15 @@ std::string WriteCaptureLocked(CaptureState& state, const RecordedOp& recorded,
   for (size_t arg_idx = 0; arg_idx < output_digests.size() && arg_idx < outputs.tensors.size();
        ++arg_idx) {
     const at::Tensor* tensor = outputs.tensors[arg_idx];
-    if (outputs.args[arg_idx].kind != ArgKind::kTensor || tensor == nullptr || !Readable(*tensor)) {
+    if (outputs.args[arg_idx].kind != ArgKind::kTensor || tensor == nullptr ||
+        !IsReadable(*tensor)) {
       continue;
     }
     add("output." + std::to_string(arg_idx), *tensor, output_digests[arg_idx], "after the op ran");
   }
   std::error_code error;
-  std::filesystem::create_directories(state.dir, error);
-  const std::string path = state.dir + "/rank" + std::to_string(state.rank) + ".step" +
-                           std::to_string(recorded.step) + ".op" + std::to_string(recorded.index) +
-                           ".safetensors";
+  std::filesystem::create_directories(state.run_dir + "/captures", error);
+  const std::string path = CapturePath(state.run_dir, state.rank, recorded.step, recorded.index);
   const Status status = WriteSafetensors(path, tensors, meta);
   if (!status.ok()) {
     std::fprintf(stderr, "upguard: capture failed, training continues: %s\n",

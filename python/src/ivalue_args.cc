@@ -38,6 +38,22 @@ DType ToDType(c10::ScalarType type) {
   }
 }
 
+bool IsReadable(const at::Tensor& tensor) {
+  return tensor.defined() && tensor.layout() == c10::kStrided && tensor.device().is_cpu() &&
+         tensor.has_storage() && ToDType(tensor.scalar_type()) != DType::kInvalid &&
+         !tensor.is_conj() && !tensor.is_neg();
+}
+
+TensorView ViewOf(const at::Tensor& tensor) {
+  TensorView view;
+  view.dtype = ToDType(tensor.scalar_type());
+  view.ndim = static_cast<int>(tensor.dim());
+  view.sizes = tensor.sizes().data();
+  view.strides = tensor.strides().data();
+  view.data = tensor.data_ptr();
+  return view;
+}
+
 namespace {
 
 std::string FormatDouble(double value) {
@@ -115,16 +131,10 @@ Arg TensorArg(const at::Tensor& tensor, std::string_view name, ArgKind wanted, A
   view.dtype = ToDType(tensor.scalar_type());
   view.ndim = static_cast<int>(tensor.dim());
   view.sizes = tensor.sizes().data();
-  view.strides = nullptr;
-  const bool readable = tensor.layout() == c10::kStrided && tensor.device().is_cpu() &&
-                        tensor.has_storage() && view.dtype != DType::kInvalid &&
-                        !tensor.is_conj() && !tensor.is_neg();
-  if (!readable) return Arg::Shaped(ArgKind::kOpaque, name, view);
+  if (!IsReadable(tensor)) return Arg::Shaped(ArgKind::kOpaque, name, view);
   if (wanted == ArgKind::kTensor && Uninit().IsUninit(tensor)) wanted = ArgKind::kUninit;
   if (wanted != ArgKind::kTensor) return Arg::Shaped(wanted, name, view);
-  view.strides = tensor.strides().data();
-  view.data = tensor.data_ptr();
-  Arg arg = Arg::Tensor(name, view);
+  Arg arg = Arg::Tensor(name, ViewOf(tensor));
   if (std::optional<TensorDigest> known = Digests().Find(tensor)) {
     batch->known.push_front(*known);
     arg.known = &batch->known.front();

@@ -50,6 +50,12 @@ UninitTracker& Uninit();
 
 // upguard's dtype for a torch scalar type; kInvalid for ones upguard cannot read.
 DType ToDType(c10::ScalarType type);
+// A defined CPU tensor with a strided layout and a dtype upguard reads, whose memory holds its
+// values as they are (not a lazily conjugated or negated view).
+bool IsReadable(const at::Tensor& tensor);
+// The tensor's memory as a TensorView (borrowed: valid while the tensor lives). For readable
+// tensors only.
+TensorView ViewOf(const at::Tensor& tensor);
 
 void AppendInputs(const OpInfo& info, c10::ArrayRef<const c10::IValue> values, ArgBatch* batch);
 void AppendOutputs(const OpInfo& info, const std::vector<c10::IValue>& values, ArgBatch* batch);

@@ -152,17 +152,23 @@ void StepBoundary(Recorder* recorder) {
   Digests().Trim();
 }
 
-// The capture selector said `stop`: close the trace (meta.json included) and end the process
-// at once, so a long training run re-run only to capture one op does not go on.
-[[noreturn]] void StopAfterCapture() {
+// Closes the trace (meta.json included) and ends the process at once with `code`, saying
+// `why`: a long training run re-run only to capture one op, or one that already diverged from
+// its reference, should not go on.
+[[noreturn]] void CloseAndExit(const char* why, int code) {
   Recorder* recorder = g_recorder.exchange(nullptr);
   const Status status = recorder != nullptr ? recorder->Close() : Status::Ok();
-  std::fprintf(stderr,
-               "upguard: %s\nupguard: stopping the program here, as --capture ... stop asks%s%s\n",
-               CaptureSummary().c_str(), status.ok() ? "" : "; the trace did not close: ",
+  std::fprintf(stderr, "upguard: stopping the program here, %s%s%s\n", why,
+               status.ok() ? "" : "; the trace did not close: ",
                status.ok() ? "" : status.message().c_str());
   std::fflush(nullptr);
-  std::_Exit(status.ok() ? kExitAfterCapture : 2);
+  std::_Exit(status.ok() ? code : 2);
+}
+
+// The capture selector said `stop`.
+[[noreturn]] void StopAfterCapture() {
+  std::fprintf(stderr, "upguard: %s\n", CaptureSummary().c_str());
+  CloseAndExit("as --capture ... stop asks", kExitAfterCapture);
 }
 
 // The first divergence from the --against reference: its live tensors are captured at once,
@@ -176,13 +182,7 @@ void OnDivergence(const RecordedOp& recorded, const OpEvent& event, const HeldIn
                static_cast<int>(event.op.size()), event.op.data(),
                capture.empty() ? "" : "; captured to ", capture.c_str());
   if (g_continue_after_divergence.load()) return;
-  Recorder* recorder = g_recorder.exchange(nullptr);
-  const Status status = recorder != nullptr ? recorder->Close() : Status::Ok();
-  std::fprintf(stderr, "upguard: stopping the program here (--continue records on)%s%s\n",
-               status.ok() ? "" : "; the trace did not close: ",
-               status.ok() ? "" : status.message().c_str());
-  std::fflush(nullptr);
-  std::_Exit(kExitDivergedOnline);
+  CloseAndExit("(--continue records on)", kExitDivergedOnline);
 }
 
 std::unique_ptr<at::ObserverContext> EnterOp(const at::RecordFunction& fn, ThreadState& ts,

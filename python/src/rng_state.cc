@@ -55,13 +55,7 @@ bool OnCpu(c10::ArrayRef<const c10::IValue> inputs) {
 at::Tensor DefaultCpuGeneratorState() { return StateOf(at::detail::getDefaultCPUGenerator()); }
 
 Arg GeneratorStateArg(std::string_view name, const at::Tensor& state) {
-  TensorView view;
-  view.dtype = DType::kUInt8;
-  view.ndim = static_cast<int>(state.dim());
-  view.sizes = state.sizes().data();
-  view.strides = state.strides().data();
-  view.data = state.data_ptr();
-  return Arg::Tensor(name, view);
+  return Arg::Tensor(name, ViewOf(state));
 }
 
 void AppendGeneratorState(const OpInfo& info, c10::ArrayRef<const c10::IValue> inputs,

@@ -62,43 +62,67 @@ std::string BucketLabel(uint64_t max_ulp, const std::string& unit) {
 // adjacent ones are merged (counts summed, labelled by the run's largest distance).
 constexpr size_t kMaxGroups = 5;
 
-std::vector<UlpBucket> Grouped(const std::vector<UlpBucket>& buckets) {
-  if (buckets.size() <= kMaxGroups) return buckets;
-  std::vector<UlpBucket> groups;
-  for (size_t group_idx = 0; group_idx < kMaxGroups; ++group_idx) {
-    const size_t begin = buckets.size() * group_idx / kMaxGroups;
-    const size_t end = buckets.size() * (group_idx + 1) / kMaxGroups;
-    UlpBucket group{buckets[end - 1].max_ulp, 0};
-    for (size_t idx = begin; idx < end; ++idx) group.count += buckets[idx].count;
+struct BucketGroup {
+  UlpBucket bucket;     // the run's largest distance, its summed count
+  bool merged = false;  // more than one bucket: its label is always "<=N"
+};
+
+std::vector<BucketGroup> Grouped(const std::vector<UlpBucket>& buckets) {
+  std::vector<BucketGroup> groups;
+  const size_t count = std::min(buckets.size(), kMaxGroups);
+  for (size_t group_idx = 0; group_idx < count; ++group_idx) {
+    const size_t begin = buckets.size() * group_idx / count;
+    const size_t end = buckets.size() * (group_idx + 1) / count;
+    BucketGroup group{UlpBucket{buckets[end - 1].max_ulp, 0}, end - begin > 1};
+    for (size_t idx = begin; idx < end; ++idx) group.bucket.count += buckets[idx].count;
     groups.push_back(group);
   }
   return groups;
 }
 
 // "all by 1 ULP", "11 by up to 37 ULP (1 ULP: 9, 2 ULP: 1, <=64 ULP: 1)".
-std::string Distances(const ElementComparison& c, int64_t measured) {
+// `histogram`: with the bucket counts in parentheses.
+std::string Distances(const ElementComparison& c, int64_t measured, bool histogram) {
   const std::string unit = DTypeIsFloating(c.dtype) ? " ULP" : "";
   const std::string some = measured == c.differing ? "" : Grouped(measured) + " ";
   if (c.max_ulp == 1) return (some.empty() ? "all " : some) + "by 1" + unit;
-  std::string out = some + "by up to " + Grouped(c.max_ulp) + unit + " (";
-  for (const UlpBucket& bucket : Grouped(c.ulp_histogram)) {
+  std::string out = some + "by up to " + Grouped(c.max_ulp) + unit;
+  if (!histogram) return out;
+  out += " (";
+  for (const BucketGroup& group : Grouped(c.ulp_histogram)) {
     if (out.back() != '(') out += ", ";
-    out += BucketLabel(bucket.max_ulp, unit) + ": " + Grouped(bucket.count);
+    out += (group.merged && group.bucket.max_ulp <= 2 ? "<=" : "") +
+           BucketLabel(group.bucket.max_ulp, unit) + ": " + Grouped(group.bucket.count);
   }
   return out + ")";
 }
 
 }  // namespace
 
-std::string SummarizeComparison(const ElementComparison& c) {
-  if (!c.comparable) return "not comparable: " + c.why_not;
-  const std::string elements = Count(c.numel, "element", "elements");
-  if (c.differing == 0) return "identical: all " + elements + " bitwise equal";
-  std::string out =
-      Grouped(c.differing) + " of " + elements + " differ (" + Percent(c.differing, c.numel) + "%)";
+namespace {
+
+// The sentence's first clause: how many elements differ and by how many ULP.
+std::string DifferingClause(const ElementComparison& c, bool histogram) {
+  std::string out = Grouped(c.differing) + " of " + Count(c.numel, "element", "elements") +
+                    " differ (" + Percent(c.differing, c.numel) + "%)";
   int64_t measured = 0;
   for (const UlpBucket& bucket : c.ulp_histogram) measured += bucket.count;
-  if (measured > 0) out += ", " + Distances(c, measured);
+  if (measured > 0) out += ", " + Distances(c, measured, histogram);
+  return out;
+}
+
+}  // namespace
+
+std::string SummarizeComparisonBrief(const ElementComparison& c) {
+  if (!c.comparable) return "not comparable: " + c.why_not;
+  if (c.differing == 0)
+    return "identical: all " + Count(c.numel, "element", "elements") + " bitwise equal";
+  return DifferingClause(c, /*histogram=*/false);
+}
+
+std::string SummarizeComparison(const ElementComparison& c) {
+  if (c.differing == 0 || !c.comparable) return SummarizeComparisonBrief(c);
+  std::string out = DifferingClause(c, /*histogram=*/true);
   if (c.nan_mismatch > 0) {
     out += ", " + Count(c.nan_mismatch, "NaN mismatch", "NaN mismatches");
     if (c.nan_payload > 0) out += " (" + Grouped(c.nan_payload) + " only in the payload)";

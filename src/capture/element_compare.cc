@@ -248,15 +248,6 @@ std::vector<int64_t> Shape(const TensorView& view) {
 
 }  // namespace
 
-std::string BracketList(const std::vector<int64_t>& values) {
-  std::string out = "[";
-  for (size_t value_idx = 0; value_idx < values.size(); ++value_idx) {
-    if (value_idx > 0) out += ", ";
-    out += std::to_string(values[value_idx]);
-  }
-  return out + "]";
-}
-
 StatusOr<ElementComparison> CompareElements(const StoredTensor& a, const StoredTensor& b) {
   for (const StoredTensor* tensor : {&a, &b}) {
     const std::string what = "CompareElements: tensor \"" + tensor->name + "\"";

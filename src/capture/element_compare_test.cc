@@ -100,6 +100,22 @@ TEST(ElementCompareTest, OneUlpDifferencesInFloat32) {
             "rel error 1.2e-07; first at [0, 3, 17]: 0.512345672 vs 0.512345731");
 }
 
+// More than five buckets: the sentence shows five runs of adjacent buckets; the brief form
+// (headlines) stops before the histogram.
+TEST(ElementCompareTest, ALongHistogramIsShownAsFiveRuns) {
+  std::vector<float> a(16, 1.5f), b = a;
+  for (int elem_idx = 0; elem_idx < 11; ++elem_idx) b[elem_idx] = Step(1.5f, 1 << elem_idx);
+  const ElementComparison c = Compare(DType::kFloat32, {16}, a, b);
+  ASSERT_EQ(c.ulp_histogram.size(), 11u);  // 1, 2, 4, ..., 1024 ULP
+  const std::string summary = SummarizeComparison(c);
+  EXPECT_EQ(summary.substr(0, summary.find(';')),
+            "11 of 16 elements differ (69%), by up to 1,024 ULP (<=2 ULP: 2, <=8 ULP: 2, "
+            "<=32 ULP: 2, <=128 ULP: 2, <=1,024 ULP: 3)");
+  EXPECT_EQ(SummarizeComparisonBrief(c), "11 of 16 elements differ (69%), by up to 1,024 ULP");
+  EXPECT_EQ(SummarizeComparisonBrief(Compare(DType::kFloat32, {16}, a, a)),
+            "identical: all 16 elements bitwise equal");
+}
+
 TEST(ElementCompareTest, UlpHistogramBucketsArePowersOfTwo) {
   std::vector<float> a(16, 1.5f), b = a;
   for (int elem_idx = 0; elem_idx < 10; ++elem_idx) b[elem_idx] = Step(1.5f, 1);

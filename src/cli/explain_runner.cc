@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "cli/record_runner.h"
+#include "recorder/capture_selector.h"
 
 namespace upguard {
 namespace {
@@ -26,9 +27,7 @@ std::string JoinOps(const nlohmann::json& ops) {
 // Builds the re-run of `run`'s command from its metadata.
 StatusOr<RecordRequest> RerunRequest(const Run& run, const char* side, uint32_t step, size_t index,
                                      const std::string& out_dir) {
-  // meta.json, or the rank's RunMeta record when the directory has none.
-  const nlohmann::json& meta =
-      run.meta.contains("argv") || run.ranks.empty() ? run.meta : run.ranks[0].meta;
+  const nlohmann::json& meta = run.Meta();
   if (!meta.contains("argv") || !meta["argv"].is_array() || meta["argv"].empty()) {
     return FailedPrecondition(run.dir + "/meta.json has no argv: run " + side +
                               " cannot be re-run to capture tensors; record it again with "
@@ -75,8 +74,7 @@ StatusOr<Recaptured> Recapture(const Run& run, const char* side, int rank, uint3
   Recaptured recaptured;
   recaptured.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  recaptured.path = out_dir + "/captures/rank" + std::to_string(rank) + ".step" +
-                    std::to_string(step) + ".op" + std::to_string(index) + ".safetensors";
+  recaptured.path = CapturePath(out_dir, rank, step, index);
   if (!std::filesystem::exists(recaptured.path)) {
     return FailedPrecondition(
         "re-running run " + std::string(side) + "'s command did not reach step " +

@@ -9,6 +9,7 @@
 #include "cli/explain_runner.h"
 #include "diff/diff.h"
 #include "diff/setup_check.h"
+#include "recorder/capture_selector.h"
 #include "report/format_util.h"
 
 namespace upguard {
@@ -54,9 +55,8 @@ StatusOr<int> ReportOnline(const RecordRequest& request, const RecordOutcome& ou
       break;
     }
     if (!rank.numeric) continue;
-    const std::string live = request.run_dir + "/captures/rank" + std::to_string(rank.rank) +
-                             ".step" + std::to_string(rank.numeric->b.step) + ".op" +
-                             std::to_string(rank.numeric->b.index) + ".safetensors";
+    const std::string live =
+        CapturePath(request.run_dir, rank.rank, rank.numeric->b.step, rank.numeric->b.index);
     std::fflush(stdout);
     ASSIGN_OR_RETURN(
         ExplainedDivergence explained,

@@ -16,8 +16,7 @@ namespace {
 constexpr size_t kProducerSearchLimit = 1 << 22;  // ops searched backwards for a producer
 
 std::string ScriptOf(const Run& run) {
-  const nlohmann::json& meta =
-      run.meta.contains("argv") || run.ranks.empty() ? run.meta : run.ranks[0].meta;
+  const nlohmann::json& meta = run.Meta();
   const nlohmann::json argv = meta.contains("argv") ? meta["argv"] : nlohmann::json();
   if (!argv.is_array()) return "?";
   for (size_t idx = 1; idx < argv.size(); ++idx) {  // argv[0] is the interpreter
@@ -339,16 +338,6 @@ bool StepsIdentical(const StepInfo& sa, const StepInfo& sb) {
          sa.end->digest == sb.end->digest;
 }
 
-void NoteIncomplete(const RankTrace& trace, std::vector<std::string>* notes) {
-  if (trace.damage()) {
-    notes->push_back(trace.damage()->message + "; compared only the readable part");
-  } else if (!trace.complete()) {
-    notes->push_back(trace.path +
-                     " ends without its end record (the process stopped before closing the "
-                     "trace); compared the steps it holds");
-  }
-}
-
 // One attempt at a rank. When decoding finds damage in an op payload (--allow-damaged) the
 // trace is cut there and the attempt stops early: DiffRuns starts the rank over.
 StatusOr<RankDiff> DiffRank(const RankTrace& ta, const RankTrace& tb, const DiffOptions& options) {
@@ -401,8 +390,8 @@ StatusOr<RankDiff> DiffRank(const RankTrace& ta, const RankTrace& tb, const Diff
   // Damage past the steps compared still counts: index both traces to the end.
   RETURN_IF_ERROR(ta.IndexAll());
   RETURN_IF_ERROR(tb.IndexAll());
-  NoteIncomplete(ta, &diff.notes);
-  NoteIncomplete(tb, &diff.notes);
+  NoteIncomplete(ta, "compared", &diff.notes);
+  NoteIncomplete(tb, "compared", &diff.notes);
   diff.structural = structure.first_counted();
   diff.structure = structure.Finish();
   diff.verdict = RankVerdict(diff);

@@ -115,12 +115,7 @@ std::string ExplanationHeadline(const Explanation& explanation) {
       text += "captured on one side only";
       continue;
     }
-    // The summary's first clause, without the histogram: the tensor lines have the rest.
-    std::string summary = SummarizeComparison(*output.comparison);
-    summary = summary.substr(0, summary.find("; "));
-    const size_t histogram = summary.find(" ULP (");
-    if (histogram != std::string::npos) summary.resize(histogram + 4);
-    text += summary;
+    text += SummarizeComparisonBrief(*output.comparison);  // the tensor lines have the rest
     if (output.within_tolerance) {
       text +=
           std::string(*output.within_tolerance ? ", within tolerance " : ", beyond tolerance ") +

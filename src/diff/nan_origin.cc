@@ -132,16 +132,6 @@ bool ScanStep(const RankTrace& trace, const std::shared_ptr<const StepOps>& step
   return false;
 }
 
-void NoteIncomplete(const RankTrace& trace, std::vector<std::string>* notes) {
-  if (trace.damage()) {
-    notes->push_back(trace.damage()->message + "; scanned only the readable part");
-  } else if (!trace.complete()) {
-    notes->push_back(trace.path +
-                     " ends without its end record (the process stopped before closing the "
-                     "trace); scanned the steps it holds");
-  }
-}
-
 bool RecordedWithoutStats(const RankTrace& trace) {
   const nlohmann::json& options = trace.meta.value("record_options", nlohmann::json::object());
   return options.is_object() && options.value("stats", true) == false;
@@ -192,7 +182,7 @@ StatusOr<RankNanScan> ScanRankForNan(const RankTrace& trace) {
     if (ScanStep(trace, step, &seen, &scan)) break;
   }
   RETURN_IF_ERROR(trace.IndexAll());  // whether it ends cleanly; damage is a note, not an error
-  NoteIncomplete(trace, &scan.notes);
+  NoteIncomplete(trace, "scanned", &scan.notes);
   return scan;
 }
 

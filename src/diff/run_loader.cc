@@ -104,6 +104,17 @@ StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptions& op
   return trace;
 }
 
+void NoteIncomplete(const RankTrace& trace, const char* done, std::vector<std::string>* notes) {
+  if (trace.damage()) {
+    notes->push_back(trace.damage()->message + "; " + done + " only the readable part");
+  } else if (!trace.complete()) {
+    notes->push_back(trace.path +
+                     " ends without its end record (the process stopped before closing the "
+                     "trace); " +
+                     done + " the steps it holds");
+  }
+}
+
 StatusOr<Run> LoadRun(const std::string& dir, const LoadOptions& options) {
   if (!IsDirectory(dir)) {
     if (IsRegularFile(dir)) {

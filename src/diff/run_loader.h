@@ -66,7 +66,17 @@ struct Run {
   nlohmann::json meta;  // meta.json (empty object if the directory has none)
   int world_size = 1;
   std::vector<RankTrace> ranks;  // by rank
+
+  // What the run says of itself: meta.json, or rank 0's RunMeta record when the directory has
+  // no meta.json with an argv (traces written by tools, or copied without it).
+  const nlohmann::json& Meta() const {
+    return meta.contains("argv") || ranks.empty() ? meta : ranks[0].meta;
+  }
 };
+
+// Adds a note when `trace` is damaged or ends without its End record; `done` says what was
+// done with the part that was read ("compared", "scanned").
+void NoteIncomplete(const RankTrace& trace, const char* done, std::vector<std::string>* notes);
 
 struct LoadOptions {
   bool allow_damaged = false;

@@ -85,14 +85,10 @@ std::string SetupText(SetupCause cause, const NumericDivergence& d, const RankTr
          (op.call_site != kEmptyString ? " at " + trace.Str(op.call_site) : "") + ")";
 }
 
-const nlohmann::json& MetaOf(const Run& run) {
-  return run.meta.contains("argv") || run.ranks.empty() ? run.meta : run.ranks[0].meta;
-}
-
 }  // namespace
 
 void ApplySetupChecks(const Run& a, const Run& b, DiffResult* result) {
-  for (const EnvironmentDifference& d : CompareEnvironment(MetaOf(a), MetaOf(b))) {
+  for (const EnvironmentDifference& d : CompareEnvironment(a.Meta(), b.Meta())) {
     result->environment.push_back(d.Text());
   }
   bool first_numeric = true;  // the result's verdict follows the first rank that decides it

@@ -57,6 +57,11 @@ std::string CaptureSelector::ToString() const {
   return text;
 }
 
+std::string CapturePath(const std::string& run_dir, int rank, uint32_t step, uint64_t index) {
+  return run_dir + "/captures/rank" + std::to_string(rank) + ".step" + std::to_string(step) +
+         ".op" + std::to_string(index) + ".safetensors";
+}
+
 StatusOr<CaptureSelector> ParseCaptureSelector(std::string_view text) {
   CaptureSelector selector;
   bool limit_given = false;

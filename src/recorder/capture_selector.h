@@ -47,4 +47,8 @@ struct CaptureSelector {
 // Errors quote the term and list the accepted keys.
 StatusOr<CaptureSelector> ParseCaptureSelector(std::string_view text);
 
+// Where the capture of one op goes: RUN_DIR/captures/rank<R>.step<S>.op<I>.safetensors
+// (docs/formats/capture.md §4.2).
+std::string CapturePath(const std::string& run_dir, int rank, uint32_t step, uint64_t index);
+
 }  // namespace upguard

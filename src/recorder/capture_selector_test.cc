@@ -43,6 +43,10 @@ TEST(CaptureSelectorTest, MatchesEveryTermAndMayMatchIgnoresTheIndex) {
   EXPECT_TRUE(backward->MayMatch(0, "x", "", Phase::kBackward));
 }
 
+TEST(CaptureSelectorTest, CapturePathNamesRankStepAndIndex) {
+  EXPECT_EQ(CapturePath("runs/a", 3, 2, 731), "runs/a/captures/rank3.step2.op731.safetensors");
+}
+
 TEST(CaptureSelectorTest, ErrorsQuoteTheTermAndListTheKeys) {
   struct Case {
     const char* text;

@@ -25,7 +25,7 @@ std::string Describe(const TensorExplanation& tensor, const std::string& toleran
     return std::string("captured in run ") + (tensor.in_a ? "A" : "B") + " only";
   }
   const ElementComparison& c = *tensor.comparison;
-  std::string shape = std::string(DTypeName(c.dtype)) + ShapeText(c.shape) + "  ";
+  std::string shape = std::string(DTypeName(c.dtype)) + BracketList(c.shape) + "  ";
   if (!c.comparable) return shape + "not comparable: " + c.why_not;
   std::string text = shape + SummarizeComparison(c);
   if (tensor.within_tolerance && !tensor.bitwise_equal) {

@@ -4,15 +4,6 @@
 
 namespace upguard {
 
-std::string ShapeText(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t dim_idx = 0; dim_idx < shape.size(); ++dim_idx) {
-    if (dim_idx > 0) text += ", ";
-    text += std::to_string(shape[dim_idx]);
-  }
-  return text + "]";
-}
-
 std::string DescribeArg(const ArgRecord& arg, const StringTable& strings) {
   switch (arg.kind) {
     case ArgKind::kScalar:
@@ -20,11 +11,11 @@ std::string DescribeArg(const ArgRecord& arg, const StringTable& strings) {
     case ArgKind::kNone:
       return "None";
     case ArgKind::kTensor:
-      return std::string(DTypeName(arg.dtype)) + ShapeText(arg.shape);
+      return std::string(DTypeName(arg.dtype)) + BracketList(arg.shape);
     case ArgKind::kAlias:
     case ArgKind::kUninit:
     case ArgKind::kOpaque:
-      return std::string(DTypeName(arg.dtype)) + ShapeText(arg.shape) + " (" +
+      return std::string(DTypeName(arg.dtype)) + BracketList(arg.shape) + " (" +
              std::string(ArgKindName(arg.kind)) + ")";
   }
   return "?";

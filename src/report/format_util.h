@@ -4,14 +4,13 @@
 #include <string>
 #include <vector>
 
+#include "base/text.h"
 #include "trace/records.h"
 
 namespace upguard {
 
 // "float32[8, 32, 256]"; "scalar 'tanh'" for scalars; "None".
 std::string DescribeArg(const ArgRecord& arg, const StringTable& strings);
-// "[8, 32, 256]"
-std::string ShapeText(const std::vector<int64_t>& shape);
 // A number in at most 6 significant digits ("3.21", "1.2e-07").
 std::string Num(double value);
 // Pads or cuts `text` to exactly `width` columns (cut text ends in "…").
