@@ -103,10 +103,23 @@ struct RecordedOp {
   bool written = false;
   uint32_t step = 0;
   uint64_t index = 0;
+  uint64_t seq = 0;  // the op's seq in the trace (OpRecord::seq)
   // With RecorderOptions::against: this op is the first divergence from the reference (for a
   // difference inside a nested op: the enclosing op that made it certain). The recorder has
   // written RUN_DIR/online.json.
   bool diverged = false;
+};
+
+// A collective op's completion (trace.md §5.6), reported after Record() wrote the op itself.
+struct CollectiveEvent {
+  RecordedOp op;  // what Record() returned for the collective op
+  std::string_view group;
+  std::vector<int32_t> ranks;  // global ranks of the group's members; empty if unknown
+  uint32_t group_rank = 0;
+  uint32_t group_size = 0;
+  uint64_t seq = 0;  // number of the collective within its group, from 0
+  bool completed = false;
+  uint64_t ops_before_completion = 0;
 };
 
 class Recorder {
@@ -128,6 +141,11 @@ class Recorder {
                     std::vector<ArgRecord> outputs);
   // Digests inputs and outputs now.
   RecordedOp Record(const OpEvent& op);
+  // Writes the Collective record of an op Record() wrote in the current step; `outputs` (from
+  // DigestArgs, after completion) must be empty unless event.completed. Thread-safe: called
+  // from the backend's worker thread. An event for an op of an earlier step is dropped (the
+  // caller writes uncompleted collectives before MarkStep).
+  void RecordCollective(const CollectiveEvent& event, std::vector<ArgRecord> outputs);
   // Ops recorded so far in the current step: the index the next op to end will get.
   uint64_t ops_in_step() const;
 

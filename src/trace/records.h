@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -52,6 +53,24 @@ struct ArgRecord {
   StringId text = kEmptyString;  // kScalar only
 };
 
+// What a collective op (c10d::allreduce_, ...) adds to its Op record: the Collective record
+// (trace.md §5.6) written when the collective's work completed, or when its step ended first.
+struct CollectiveInfo {
+  StringId group = kEmptyString;  // the process group's name ("0", "tp"); empty if unknown
+  std::vector<int32_t> ranks;     // the group's members (global ranks) in group-rank order;
+                                  // empty if unknown
+  uint32_t group_rank = 0;        // this rank's rank in the group
+  uint32_t group_size = 0;
+  uint64_t seq = 0;        // the collective's number within its group on this rank, from 0
+  bool completed = false;  // the outputs below were read after the work completed
+  // Ops this rank recorded between the call's return and the completion: 0 for a collective
+  // that completed before the call returned (or before the next op ended).
+  uint64_t ops_before_completion = 0;
+  // The tensors the collective wrote (the in-place tensors, or the output lists), read after
+  // completion. Empty when !completed.
+  std::vector<ArgRecord> outputs;
+};
+
 struct OpRecord {
   uint64_t seq = 0;   // index of the op in the rank's trace, in completion order, from 0
   uint32_t step = 0;  // training step the op ran in
@@ -63,6 +82,8 @@ struct OpRecord {
   StringId node = kEmptyString;       // autograd node for backward ops ("GeluBackward0")
   std::vector<ArgRecord> inputs;
   std::vector<ArgRecord> outputs;
+  // Set by readers when a Collective record refers to this op (its op_seq == seq).
+  std::shared_ptr<const CollectiveInfo> collective;
 };
 
 // Written after the last op of each step: how many ops the step recorded and a rolling digest
