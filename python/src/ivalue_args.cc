@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "collectives.h"
 #include "digest_cache.h"
 
 namespace upguard::torch_adapter {
@@ -90,7 +91,7 @@ std::string ScalarText(const c10::IValue& value) {
 bool ListHasTensor(const c10::IValue& value) {
   if (!value.isList()) return false;
   for (const c10::IValue& item : value.toListRef()) {
-    if (item.isTensor()) return true;
+    if (item.isTensor() || ListHasTensor(item)) return true;  // Tensor[][] (c10d::allgather_)
   }
   return false;
 }
@@ -133,6 +134,8 @@ Arg TensorArg(const at::Tensor& tensor, std::string_view name, ArgKind wanted, A
   view.sizes = tensor.sizes().data();
   if (!IsReadable(tensor)) return Arg::Shaped(ArgKind::kOpaque, name, view);
   if (wanted == ArgKind::kTensor && Uninit().IsUninit(tensor)) wanted = ArgKind::kUninit;
+  // A collective is still writing it: its bytes now depend on timing.
+  if (wanted == ArgKind::kTensor && InFlight(tensor)) wanted = ArgKind::kOpaque;
   if (wanted != ArgKind::kTensor) return Arg::Shaped(wanted, name, view);
   Arg arg = Arg::Tensor(name, ViewOf(tensor));
   if (std::optional<TensorDigest> known = Digests().Find(tensor)) {
@@ -168,6 +171,8 @@ std::string_view NameOf(const std::vector<std::string>& names, size_t idx, const
   return Store(prefix + std::to_string(idx), batch);
 }
 
+}  // namespace
+
 void ForEachTensor(const c10::IValue& value, const std::function<void(const at::Tensor&)>& fn) {
   if (value.isTensor()) {
     if (value.toTensor().defined()) fn(value.toTensor());
@@ -176,7 +181,9 @@ void ForEachTensor(const c10::IValue& value, const std::function<void(const at::
   }
 }
 
-}  // namespace
+void AppendTensorValues(const c10::IValue& value, std::string_view name, ArgBatch* batch) {
+  AppendValue(value, name, ArgKind::kTensor, batch);
+}
 
 UninitTracker& Uninit() {
   static auto* tracker = new UninitTracker();  // lives until exit; callbacks may run late

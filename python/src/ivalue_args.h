@@ -9,6 +9,7 @@
 
 #include <deque>
 #include <forward_list>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,10 @@ TensorView ViewOf(const at::Tensor& tensor);
 
 void AppendInputs(const OpInfo& info, c10::ArrayRef<const c10::IValue> values, ArgBatch* batch);
 void AppendOutputs(const OpInfo& info, const std::vector<c10::IValue>& values, ArgBatch* batch);
+// Appends `value` (a tensor or a list of them) as values to digest now, named like an op's
+// arguments ("tensors[1]").
+void AppendTensorValues(const c10::IValue& value, std::string_view name, ArgBatch* batch);
+void ForEachTensor(const c10::IValue& value, const std::function<void(const at::Tensor&)>& fn);
 // Puts the digests the recorder just computed for `batch` into the digest cache.
 void RememberDigests(const ArgBatch& batch, const std::vector<ArgRecord>& records);
 // Updates the UninitTracker from an op's results (called for every op, recorded or not).

@@ -3,10 +3,12 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdio>
 #include <optional>
 #include <tuple>
 
 #include "adapter.h"
+#include "collectives.h"
 
 namespace py = pybind11;
 
@@ -70,12 +72,51 @@ void RecordModelInputsFromPython(const std::vector<HostTensorTuple>& items) {
   RecordModelInputs(tensors);
 }
 
+// The C++ object behind a pybind11 instance of a type registered by another module (torch's
+// ProcessGroup): pybind11 keeps one registry per ABI, shared by torch and this module. Null
+// when `obj` is not such an instance.
+const void* PybindObjectAddress(py::handle obj) {
+  auto* base = reinterpret_cast<PyTypeObject*>(py::detail::get_internals().instance_base);
+  if (obj.ptr() == nullptr || !PyObject_TypeCheck(obj.ptr(), base)) return nullptr;
+  auto* instance = reinterpret_cast<py::detail::instance*>(obj.ptr());
+  py::detail::values_and_holders values(instance);
+  if (values.begin() == values.end()) return nullptr;
+  return values.begin()->value_ptr();
+}
+
+// upguard._groups.describe(): (group object, name, global ranks, group rank) per process group.
+std::vector<std::pair<const void*, GroupInfo>> ResolveGroups() {
+  std::vector<std::pair<const void*, GroupInfo>> groups;
+  if (!Py_IsInitialized()) return groups;
+  py::gil_scoped_acquire gil;
+  try {
+    py::object described = py::module_::import("upguard._groups").attr("describe")();
+    for (py::handle item : described) {
+      auto entry = item.cast<py::tuple>();
+      const void* address = PybindObjectAddress(entry[0]);
+      if (address == nullptr) continue;
+      GroupInfo info;
+      info.name = entry[1].cast<std::string>();
+      info.ranks = entry[2].cast<std::vector<int32_t>>();
+      info.group_rank = entry[3].cast<uint32_t>();
+      info.group_size = static_cast<uint32_t>(info.ranks.size());
+      groups.emplace_back(address, std::move(info));
+    }
+  } catch (const py::error_already_set& e) {
+    std::fprintf(stderr, "upguard: process groups unnamed: %s\n", e.what());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "upguard: process groups unnamed: %s\n", e.what());
+  }
+  return groups;
+}
+
 }  // namespace
 }  // namespace upguard::torch_adapter
 
 PYBIND11_MODULE(_C, m) {
   namespace adapter = upguard::torch_adapter;
   m.doc() = "upguard's compiled recorder (private; use the `upguard` package)";
+  adapter::SetGroupResolver(adapter::ResolveGroups);
   m.def("start", &adapter::StartFromPython, py::arg("run_dir"), py::arg("rank"),
         py::arg("world_size"), py::arg("steps"), py::arg("max_depth"), py::arg("ops"),
         py::arg("stats"), py::arg("engine_meta_json"), py::arg("skip_prefixes"), py::arg("cwd"),

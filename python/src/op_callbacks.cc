@@ -21,11 +21,13 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 #include "adapter.h"
 #include "call_site.h"
 #include "capture.h"
+#include "collectives.h"
 #include "digest_cache.h"
 #include "ivalue_args.h"
 #include "op_info.h"
@@ -55,6 +57,12 @@ struct ThreadState {
   std::string_view call_site;
   bool call_site_known = false;
   uint64_t first_node = 0;
+  // Inside a backend's collective scope on its worker thread: the ops here implement the
+  // collective (collectives.h) and are not recorded.
+  int in_collective = 0;
+  // The collective op running on this thread (launched at its entry), and its depth.
+  std::shared_ptr<CollectiveCall> launching;
+  uint32_t launching_depth = 0;
 
   std::string_view CallSite() {
     if (!call_site_known) {
@@ -143,6 +151,7 @@ void RecordRngState(Recorder* recorder) {
 }
 
 void StepBoundary(Recorder* recorder) {
+  FlushCollectives(recorder);
   recorder->MarkStep();
   g_rng_recorded.store(false);
   g_forward_seen.store(false);
@@ -157,6 +166,7 @@ void StepBoundary(Recorder* recorder) {
 // its reference, should not go on.
 [[noreturn]] void CloseAndExit(const char* why, int code) {
   Recorder* recorder = g_recorder.exchange(nullptr);
+  if (recorder != nullptr) FlushCollectives(recorder);
   const Status status = recorder != nullptr ? recorder->Close() : Status::Ok();
   std::fprintf(stderr, "upguard: stopping the program here, %s%s%s\n", why,
                status.ok() ? "" : "; the trace did not close: ",
@@ -188,7 +198,8 @@ void OnDivergence(const RecordedOp& recorded, const OpEvent& event, const HeldIn
 std::unique_ptr<at::ObserverContext> EnterOp(const at::RecordFunction& fn, ThreadState& ts,
                                              uint32_t depth) {
   Recorder* recorder = g_recorder.load(std::memory_order_acquire);
-  if (recorder == nullptr || ts.busy || !recorder->StepWanted() || at::in_parallel_region()) {
+  if (recorder == nullptr || ts.busy || ts.in_collective > 0 || !recorder->StepWanted() ||
+      at::in_parallel_region()) {
     return nullptr;
   }
   const OpInfo& info = LookupOpInfo(fn);
@@ -274,6 +285,17 @@ auto Guarded(const at::RecordFunction& fn, ThreadState& ts, Body body) -> declty
   return decltype(body())();
 }
 
+void LaunchIfCollective(const at::RecordFunction& fn, ThreadState& ts, uint32_t depth) {
+  Recorder* recorder = g_recorder.load(std::memory_order_acquire);
+  if (recorder == nullptr || ts.busy || ts.in_collective > 0) return;
+  const OpInfo& info = LookupOpInfo(fn);
+  if (!info.collective) return;
+  ts.busy = true;
+  ts.launching = LaunchCollective(info, fn.inputs());
+  ts.launching_depth = depth;
+  ts.busy = false;
+}
+
 std::unique_ptr<at::ObserverContext> OnOpEnter(const at::RecordFunction& fn) {
   ThreadState& ts = Tls();
   if (IsEvaluateFunction(fn)) {
@@ -283,19 +305,24 @@ std::unique_ptr<at::ObserverContext> OnOpEnter(const at::RecordFunction& fn) {
     return nullptr;
   }
   const uint32_t depth = ts.depth++;
-  return Guarded(fn, ts, [&] { return EnterOp(fn, ts, depth); });
+  auto ctx = Guarded(fn, ts, [&] { return EnterOp(fn, ts, depth); });
+  // After EnterOp: the collective's inputs are digested before they count as in flight.
+  if (std::strncmp(fn.name(), "c10d::", 6) == 0) {
+    Guarded(fn, ts, [&] { LaunchIfCollective(fn, ts, depth); });
+  }
+  return ctx;
 }
 
-void ExitOp(const at::RecordFunction& fn, at::ObserverContext* ctx_base, ThreadState& ts,
-            uint32_t depth) {
+RecordedOp ExitOp(const at::RecordFunction& fn, at::ObserverContext* ctx_base, ThreadState& ts,
+                  uint32_t depth) {
   Recorder* recorder = g_recorder.load(std::memory_order_acquire);
-  if (recorder == nullptr || ts.busy) return;
+  if (recorder == nullptr || ts.busy) return {};
   const OpInfo& info = LookupOpInfo(fn);
   TrackResults(info, fn.outputs());
   if (depth == 0 && ts.nodes.empty() && recorder->StepWanted() && !at::in_parallel_region()) {
     RememberOrigins(ts);
   }
-  if (ctx_base == nullptr) return;
+  if (ctx_base == nullptr) return {};
   auto* ctx = static_cast<OpContext*>(ctx_base);
   ts.busy = true;
   ArgBatch batch;
@@ -321,6 +348,7 @@ void ExitOp(const at::RecordFunction& fn, at::ObserverContext* ctx_base, ThreadS
     StopAfterCapture();
   }
   ts.busy = false;
+  return recorded;
 }
 
 void OnOpExit(const at::RecordFunction& fn, at::ObserverContext* ctx) {
@@ -328,11 +356,36 @@ void OnOpExit(const at::RecordFunction& fn, at::ObserverContext* ctx) {
   if (IsEvaluateFunction(fn)) return ExitNode(ts);
   if (ts.depth > 0) --ts.depth;
   const uint32_t depth = ts.depth;
-  Guarded(fn, ts, [&] { ExitOp(fn, ctx, ts, depth); });
+  const RecordedOp recorded = Guarded(fn, ts, [&] { return ExitOp(fn, ctx, ts, depth); });
+  if (ts.launching != nullptr && ts.launching_depth == depth) {
+    std::shared_ptr<CollectiveCall> call = std::move(ts.launching);
+    ts.launching = nullptr;
+    Guarded(fn, ts, [&] {
+      CollectiveReturned(call, g_recorder.load(std::memory_order_acquire), recorded, fn.outputs());
+    });
+  }
 }
+
+// A backend's collective scope (collectives.h). Opened outside any op, it runs on the
+// backend's worker thread, whose ops inside it are the collective's own.
+struct CollectiveScope : at::ObserverContext {
+  std::unique_ptr<at::ObserverContext> call;
+  const ThreadState* worker = nullptr;
+};
 
 std::unique_ptr<at::ObserverContext> OnScopeEnter(const at::RecordFunction& fn) {
   ThreadState& ts = Tls();
+  if (fn.scope() == at::RecordScope::USER_SCOPE && IsCollectiveScope(fn.name())) {
+    return Guarded(fn, ts, [&]() -> std::unique_ptr<at::ObserverContext> {
+      auto scope = std::make_unique<CollectiveScope>();
+      scope->call = CollectiveScopeEntered(fn);
+      if (ts.depth == 0) {
+        scope->worker = &ts;
+        ++ts.in_collective;
+      }
+      return scope;
+    });
+  }
   Guarded(fn, ts, [&] {
     if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
       EnterNode(ts, fn.name(), fn.seqNr());
@@ -345,8 +398,19 @@ std::unique_ptr<at::ObserverContext> OnScopeEnter(const at::RecordFunction& fn) 
   return nullptr;
 }
 
-void OnScopeExit(const at::RecordFunction& fn, at::ObserverContext*) {
+void OnScopeExit(const at::RecordFunction& fn, at::ObserverContext* ctx) {
   ThreadState& ts = Tls();
+  if (ctx != nullptr) {  // only collective scopes have one
+    auto* scope = static_cast<CollectiveScope*>(ctx);
+    if (scope->worker == &ts && ts.in_collective > 0) --ts.in_collective;
+    if (ts.busy) return;
+    ts.busy = true;
+    Guarded(fn, ts, [&] {
+      CollectiveScopeEnded(scope->call.get(), g_recorder.load(std::memory_order_acquire));
+    });
+    ts.busy = false;
+    return;
+  }
   if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
     ExitNode(ts);
   } else if (StartsWith(fn.name(), "Optimizer.step#")) {
@@ -383,6 +447,7 @@ Status Start(const AdapterOptions& options) {
                    /*hold_all=*/!options.recorder.against.empty());
   g_continue_after_divergence.store(options.continue_after_divergence);
   Digests().Clear();  // digests depend on the options (stats on or off)
+  ResetCollectives();
   g_origins.Clear();
   g_explicit_steps.store(false);
   g_forward_seen.store(false);
@@ -396,6 +461,7 @@ Status Start(const AdapterOptions& options) {
                                                 .scopes({at::RecordScope::FUNCTION})));
   g_handles.push_back(at::addGlobalCallback(
       at::RecordFunctionCallback(OnScopeEnter, OnScopeExit)
+          .needsInputs(true)  // a collective scope names the work's tensors
           .scopes({at::RecordScope::BACKWARD_FUNCTION, at::RecordScope::USER_SCOPE})));
   return Status::Ok();
 }
@@ -404,7 +470,8 @@ Status Stop(const std::string& final_engine_meta_json) {
   std::lock_guard<std::mutex> lock(g_lifecycle_mu);
   for (at::CallbackHandle handle : g_handles) at::removeCallback(handle);
   g_handles.clear();
-  g_recorder.store(nullptr, std::memory_order_release);
+  Recorder* recorder = g_recorder.exchange(nullptr);
+  if (recorder != nullptr) FlushCollectives(recorder);
   if (g_recorders.empty()) return Status::Ok();
   if (!final_engine_meta_json.empty()) {
     RETURN_IF_ERROR(g_recorders.back()->UpdateEngineMeta(final_engine_meta_json));

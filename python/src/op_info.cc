@@ -1,9 +1,12 @@
 #include "op_info.h"
 
 #include <algorithm>
+#include <map>
 #include <mutex>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace upguard::torch_adapter {
 namespace {
@@ -28,6 +31,73 @@ bool OverwritesSelf(std::string_view name) {
     if (name == op) return true;
   }
   return false;
+}
+
+// c10d's schemas name their arguments _0, _1, ...: the names of torch.distributed's API
+// instead, the written argument, and whether it is written without being read.
+struct CollectiveSchema {
+  std::string_view op;
+  std::vector<std::string> names;
+  int written_arg;
+  bool output_only;
+};
+
+const CollectiveSchema* FindCollective(std::string_view name) {
+  static const auto* schemas = new std::vector<CollectiveSchema>{
+      {"c10d::allreduce_", {"tensors", "process_group", "reduce_op", "timeout"}, 0, false},
+      {"c10d::broadcast_",
+       {"tensors", "process_group", "root_rank", "root_tensor", "timeout"},
+       0,
+       false},
+      {"c10d::reduce_",
+       {"tensors", "process_group", "reduce_op", "root_rank", "root_tensor", "timeout"},
+       0,
+       false},
+      {"c10d::allgather_",
+       {"output_tensors", "input_tensors", "process_group", "timeout"},
+       0,
+       true},
+      {"c10d::reduce_scatter_",
+       {"output_tensors", "input_tensors", "process_group", "reduce_op", "timeout"},
+       0,
+       true},
+      {"c10d::alltoall_", {"output_tensors", "input_tensors", "process_group", "timeout"}, 0, true},
+      {"c10d::scatter_",
+       {"output_tensors", "input_tensors", "process_group", "root_rank", "timeout"},
+       0,
+       true},
+      {"c10d::gather_",
+       {"output_tensors", "input_tensors", "process_group", "root_rank", "timeout"},
+       0,
+       true},
+      {"c10d::send", {"tensors", "process_group", "dst_rank", "tag"}, -1, false},
+      {"c10d::recv_", {"tensors", "process_group", "src_rank", "tag"}, 0, true},
+      {"c10d::barrier", {"process_group", "device_ids", "timeout"}, -1, false},
+  };
+  for (const CollectiveSchema& schema : *schemas) {
+    if (schema.op == name) return &schema;
+  }
+  return nullptr;
+}
+
+// A collective's tensor results are its written arguments, returned: aliases. Its written
+// argument counts as written (captures copy it at entry); an output-only one is not read.
+void DescribeCollective(const c10::FunctionSchema& schema, OpInfo* info) {
+  info->collective = true;
+  const CollectiveSchema* known = FindCollective(info->name);
+  for (size_t idx = 0; idx < schema.arguments().size(); ++idx) {
+    if (schema.arguments()[idx].type()->str().find("ProcessGroup") != std::string::npos) {
+      info->collective_group_arg = static_cast<int>(idx);
+    }
+    if (known != nullptr && idx < known->names.size()) info->input_names[idx] = known->names[idx];
+  }
+  if (known != nullptr) {
+    info->collective_written_arg = known->written_arg;
+    info->overwrites_self = known->output_only;
+    info->writes_inputs = known->written_arg >= 0;
+  }
+  for (ResultKind& kind : info->results) kind = ResultKind::kView;
+  info->pure_view = false;
 }
 
 OpInfo Build(const at::RecordFunction& fn) {
@@ -66,25 +136,37 @@ OpInfo Build(const at::RecordFunction& fn) {
   info.pure_view = !writes && !info.results.empty() &&
                    std::all_of(info.results.begin(), info.results.end(),
                                [](ResultKind kind) { return kind == ResultKind::kView; });
+  if (StartsWith(name, "c10d::")) DescribeCollective(*schema, &info);
   return info;
 }
 
 }  // namespace
 
 const OpInfo& LookupOpInfo(const at::RecordFunction& fn) {
-  // Operator names point into their schema and never move, so the name's address finds the
-  // op without hashing the string; the strcmp guards names that live in a RecordFunction.
-  thread_local std::unordered_map<const char*, const OpInfo*> local;
+  // Overloads share a name ("aten::mul" is mul.Tensor and mul.out) and differ in their schema;
+  // an out= overload has one argument more than its functional one. So an op is found by its
+  // name and its argument count: operator names point into their schema and never move, so the
+  // name's address finds it without hashing the string; the strcmp guards names that live in a
+  // RecordFunction.
+  using Key = std::pair<const char*, size_t>;
+  struct KeyHash {
+    size_t operator()(const Key& key) const {
+      return std::hash<const char*>()(key.first) * 31 + key.second;
+    }
+  };
+  thread_local std::unordered_map<Key, const OpInfo*, KeyHash> local;
   const char* name = fn.name();
-  auto it = local.find(name);
+  const size_t arity = fn.inputs().size();
+  auto it = local.find(Key{name, arity});
   if (it != local.end() && it->second->name == name) return *it->second;
 
   static std::mutex mu;
-  static auto* shared = new std::unordered_map<std::string, OpInfo>();  // never freed
+  static auto* shared = new std::map<std::pair<std::string, size_t>, OpInfo>();  // never freed
   std::lock_guard<std::mutex> lock(mu);
-  auto shared_it = shared->find(name);
-  if (shared_it == shared->end()) shared_it = shared->emplace(name, Build(fn)).first;
-  local[name] = &shared_it->second;
+  auto shared_it = shared->find({name, arity});
+  if (shared_it == shared->end())
+    shared_it = shared->emplace(std::make_pair(name, arity), Build(fn)).first;
+  local[Key{name, arity}] = &shared_it->second;
   return shared_it->second;
 }
 

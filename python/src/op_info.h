@@ -28,6 +28,11 @@ struct OpInfo {
   bool overwrites_self = false;
   // Some argument is written (`Tensor(a!)`: in-place and out= ops).
   bool writes_inputs = false;
+  // A c10d collective (collectives.h): the argument whose tensors it writes (-1: none, as for
+  // send and barrier) and the ProcessGroup argument. Its tensor results alias its arguments.
+  bool collective = false;
+  int collective_written_arg = -1;
+  int collective_group_arg = -1;
   // Index of a `Generator?` argument (random ops), or -1.
   int generator_arg = -1;
   std::vector<std::string> input_names;

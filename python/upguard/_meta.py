@@ -10,6 +10,8 @@ from typing import Any, Dict
 
 import torch
 
+from upguard._groups import process_groups
+
 # Environment variables that change numerics or the op sequence.
 NUMERICS_ENV = (
     "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE",
@@ -25,6 +27,7 @@ def engine_meta() -> Dict[str, Any]:
         "executable": sys.executable,
         "cwd": os.getcwd(),
         "local_rank": int(os.environ.get("LOCAL_RANK", "0")),
+        "process_groups": process_groups(),
         "torch_version": torch.__version__,
         "python_version": platform.python_version(),
         "intra_op_threads": torch.get_num_threads(),

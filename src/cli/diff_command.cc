@@ -2,14 +2,17 @@
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "cli/command.h"
 #include "cli/explain_runner.h"
 #include "cli/flags.h"
 #include "diff/diff.h"
+#include "diff/global_order.h"
 #include "diff/setup_check.h"
 #include "diff/tolerant_compare.h"
 #include "report/diff_report.h"
+#include "report/global_report.h"
 
 namespace upguard {
 
@@ -86,9 +89,20 @@ StatusOr<int> RunDiffCommand(int argc, char** argv) {
   ASSIGN_OR_RETURN(Run b, LoadRun(flags.positionals()[1], load));
   ASSIGN_OR_RETURN(DiffResult result, DiffRuns(a, b, options));
   ApplySetupChecks(a, b, &result);
+  // Several ranks: their first divergences ordered through the collectives; the run's
+  // verdict, and what --explain explains, are the origin rank's.
+  std::optional<GlobalOrder> order;
+  if (result.ranks.size() > 1) {
+    ASSIGN_OR_RETURN(order, OrderRanks(a, b, result));
+    if (order->first) result.verdict = result.ranks[*order->first].verdict;
+  }
   std::optional<ExplainedDivergence> explained;
   if (flags.Has("explain")) {
-    for (const RankDiff& rank : result.ranks) {
+    std::vector<const RankDiff*> candidates;
+    if (order && order->first) candidates.push_back(&result.ranks[*order->first]);
+    for (const RankDiff& rank : result.ranks) candidates.push_back(&rank);
+    for (const RankDiff* candidate : candidates) {
+      const RankDiff& rank = *candidate;
       if (!rank.numeric) continue;
       ASSIGN_OR_RETURN(explained, ExplainDivergence(a, b, rank));
       if (policy) {
@@ -102,9 +116,11 @@ StatusOr<int> RunDiffCommand(int argc, char** argv) {
   }
   if (flags.Has("json")) {
     nlohmann::json json = DiffToJson(result, a, b);
+    if (order) json["across_ranks"] = GlobalOrderToJson(*order, result, a);
     if (explained) json["explain"] = ExplainToJson(*explained);
     std::printf("%s\n", json.dump(2).c_str());
   } else {
+    if (order) std::printf("%s", RenderGlobalOrderText(*order, result, a, b).c_str());
     std::printf("%s", RenderDiffText(result, a, b).c_str());
     if (explained) std::printf("%s", RenderExplainText(*explained).c_str());
   }

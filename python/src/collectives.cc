@@ -1,0 +1,293 @@
+#include "collectives.h"
+
+#include <algorithm>
+#include <atomic>
+#include <deque>
+#include <mutex>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+#include <unordered_map>
+
+#include "digest_cache.h"
+#include "ivalue_args.h"
+
+namespace upguard::torch_adapter {
+
+struct CollectiveCall {
+  // Fixed at launch.
+  std::string_view op;
+  std::string_view written_name;
+  c10::IValue written;            // the written argument (holds its tensors until completion)
+  std::vector<const void*> data;  // every tensor's data, to match the scope
+  std::vector<const c10::StorageImpl*> storages;  // the written tensors' storages
+  GroupInfo group;
+  uint64_t seq = 0;
+
+  // Set at return: the work's future, whose completion the waiter sees (measured with gloo:
+  // the future completes before the scope ends, so a waiter may read the tensors first).
+  c10::intrusive_ptr<c10::ivalue::Future> future;
+
+  // Guarded by g_mu.
+  bool matched = false;    // a backend scope took it
+  bool completed = false;  // its scope ended
+  bool returned = false;   // the op returned
+  bool done = false;       // its Collective record was written, or will never be
+  Recorder* recorder = nullptr;
+  RecordedOp recorded;
+  uint64_t ops_at_completion = 0;  // the recorder's ops_in_step() at completion
+  std::vector<ArgRecord> outputs;  // digested at completion, when recorded
+};
+
+namespace {
+
+std::mutex g_mu;
+GroupResolver g_resolver;
+std::unordered_map<const void*, GroupInfo> g_groups;
+std::unordered_map<const void*, uint64_t> g_counters;  // per group: calls so far
+std::deque<std::shared_ptr<CollectiveCall>> g_open;    // launched, not completed or not written
+std::atomic<size_t> g_in_flight{0};                    // launched, not completed
+
+struct ScopeContext : at::ObserverContext {
+  std::shared_ptr<CollectiveCall> call;
+};
+
+// The C++ object behind a TorchBind ProcessGroup argument: its address names the group.
+const void* GroupKey(const c10::IValue& value) {
+  if (!value.isObject()) return nullptr;
+  const c10::ivalue::Object& object = value.toObjectRef();
+  if (object.slots().empty() || !object.getSlot(0).isCapsule()) return nullptr;
+  return object.getSlot(0).toCapsule().get();
+}
+
+GroupInfo FindGroup(const void* key) {
+  if (key == nullptr) return {};
+  GroupResolver resolver;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto it = g_groups.find(key);
+    if (it != g_groups.end()) return it->second;
+    resolver = g_resolver;
+  }
+  // A group not seen yet (created after the last lookup): ask torch.distributed, with no lock
+  // held, since the resolver takes the GIL.
+  std::vector<std::pair<const void*, GroupInfo>> groups;
+  if (resolver) groups = resolver();
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (auto& [group_key, info] : groups) g_groups[group_key] = std::move(info);
+  return g_groups[key];  // an unknown group stays unnamed
+}
+
+// A completed call goes out of the in-flight set.
+void MarkCompletedLocked(CollectiveCall& call) {
+  if (call.completed) return;
+  call.completed = true;
+  g_in_flight.fetch_sub(1);
+}
+
+void DropDoneLocked() {
+  while (!g_open.empty() && g_open.front()->done && g_open.front()->completed) {
+    g_open.pop_front();
+  }
+}
+
+void WriteLocked(CollectiveCall& call, bool completed) {
+  call.done = true;
+  if (call.recorder == nullptr || !call.recorded.written || !call.recorder->enabled()) return;
+  CollectiveEvent event;
+  event.op = call.recorded;
+  event.group = call.group.name;
+  event.ranks = call.group.ranks;
+  event.group_rank = call.group.group_rank;
+  event.group_size = call.group.group_size;
+  event.seq = call.seq;
+  event.completed = completed;
+  const uint64_t after_return = call.recorded.index + 1;
+  event.ops_before_completion =
+      call.ops_at_completion > after_return ? call.ops_at_completion - after_return : 0;
+  call.recorder->RecordCollective(event,
+                                  completed ? std::move(call.outputs) : std::vector<ArgRecord>());
+}
+
+// The work's future says it is done (a waiter may go on and read the tensors).
+bool FutureDone(const CollectiveCall& call) {
+  return call.future.defined() && call.future->completed();
+}
+
+// The collective completed: its tensors are digested now, while they hold what it delivered,
+// and its record is written once the op has returned. The first of the scope's end and a reader
+// that finds the work done does it.
+void Complete(const std::shared_ptr<CollectiveCall>& call, Recorder* current) {
+  bool wanted = false;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (call->completed) return;
+    MarkCompletedLocked(*call);
+    wanted = !call->done;
+  }
+  // The work wrote its tensors behind their version counters: forget their cached digests.
+  ForEachTensor(call->written, [](const at::Tensor& t) { Digests().Invalidate(t); });
+  std::vector<ArgRecord> outputs;
+  if (wanted && current != nullptr && !call->written.isNone()) {
+    ArgBatch batch;
+    AppendTensorValues(call->written, call->written_name, &batch);
+    outputs = current->DigestArgs(batch.args);
+    RememberDigests(batch, outputs);
+  }
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!call->done) {
+    call->outputs = std::move(outputs);
+    // Not returned yet: CollectiveReturned writes it, as completed before the return.
+    if (call->returned) {
+      call->ops_at_completion = call->recorder->ops_in_step();
+      WriteLocked(*call, true);
+    }
+  }
+  DropDoneLocked();
+}
+
+}  // namespace
+
+void SetGroupResolver(GroupResolver resolver) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_resolver = std::move(resolver);
+}
+
+void ResetCollectives() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_groups.clear();
+  g_counters.clear();
+  for (const std::shared_ptr<CollectiveCall>& call : g_open) {
+    call->done = true;
+    MarkCompletedLocked(*call);
+  }
+  g_open.clear();
+}
+
+std::shared_ptr<CollectiveCall> LaunchCollective(const OpInfo& info,
+                                                 c10::ArrayRef<const c10::IValue> inputs) {
+  auto call = std::make_shared<CollectiveCall>();
+  call->op = info.name;
+  const void* key = nullptr;
+  if (info.collective_group_arg >= 0 &&
+      static_cast<size_t>(info.collective_group_arg) < inputs.size()) {
+    key = GroupKey(inputs[info.collective_group_arg]);
+  }
+  call->group = FindGroup(key);
+  for (const c10::IValue& value : inputs) {
+    ForEachTensor(value, [&](const at::Tensor& t) { call->data.push_back(t.data_ptr()); });
+  }
+  const int written = info.collective_written_arg;
+  if (written >= 0 && static_cast<size_t>(written) < inputs.size()) {
+    call->written = inputs[written];
+    call->written_name = info.input_names[written];
+    ForEachTensor(call->written, [&](const at::Tensor& t) {
+      if (t.has_storage()) call->storages.push_back(t.storage().unsafeGetStorageImpl());
+    });
+  }
+  std::lock_guard<std::mutex> lock(g_mu);
+  call->seq = g_counters[key]++;
+  g_open.push_back(call);
+  g_in_flight.fetch_add(1);
+  return call;
+}
+
+void CollectiveReturned(const std::shared_ptr<CollectiveCall>& call, Recorder* recorder,
+                        const RecordedOp& recorded, const std::vector<c10::IValue>& outputs) {
+  for (const c10::IValue& value : outputs) {
+    if (!value.isObject()) continue;
+    const c10::ivalue::Object& object = value.toObjectRef();
+    if (object.slots().empty() || !object.getSlot(0).isCapsule()) continue;
+    auto* work = static_cast<c10d::Work*>(object.getSlot(0).toCapsule().get());
+    try {
+      call->future = work->getFuture();
+    } catch (const std::exception&) {  // a Work without a future: its scope's end only
+    }
+  }
+  // Digests taken before the work wrote its tensors are stale from now on.
+  ForEachTensor(call->written, [](const at::Tensor& t) { Digests().Invalidate(t); });
+  std::lock_guard<std::mutex> lock(g_mu);
+  call->returned = true;
+  call->recorder = recorder;
+  call->recorded = recorded;
+  if (!recorded.written) {
+    call->done = true;
+  } else if (call->completed && !call->done) {
+    call->ops_at_completion = 0;  // completed before the call returned
+    WriteLocked(*call, true);
+  }
+  DropDoneLocked();
+}
+
+bool IsCollectiveScope(std::string_view name) {
+  for (std::string_view backend : {"gloo:", "nccl:", "mpi:", "ucc:"}) {
+    if (name.substr(0, backend.size()) == backend) return true;
+  }
+  return false;
+}
+
+std::unique_ptr<at::ObserverContext> CollectiveScopeEntered(const at::RecordFunction& fn) {
+  const void* first = nullptr;
+  for (const c10::IValue& value : fn.inputs()) {
+    ForEachTensor(value, [&](const at::Tensor& t) {
+      if (first == nullptr) first = t.data_ptr();
+    });
+    if (first != nullptr) break;
+  }
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (const std::shared_ptr<CollectiveCall>& call : g_open) {
+    if (call->matched) continue;
+    const bool match = first == nullptr ? call->data.empty()
+                                        : std::find(call->data.begin(), call->data.end(), first) !=
+                                              call->data.end();
+    if (!match) continue;
+    call->matched = true;
+    auto ctx = std::make_unique<ScopeContext>();
+    ctx->call = call;
+    return ctx;
+  }
+  return nullptr;
+}
+
+void CollectiveScopeEnded(at::ObserverContext* ctx_base, Recorder* current) {
+  if (ctx_base == nullptr) return;
+  Complete(static_cast<ScopeContext*>(ctx_base)->call, current);
+}
+
+bool InFlight(const at::Tensor& tensor) {
+  if (g_in_flight.load(std::memory_order_relaxed) == 0 || !tensor.has_storage()) return false;
+  const c10::StorageImpl* storage = tensor.storage().unsafeGetStorageImpl();
+  std::vector<std::shared_ptr<CollectiveCall>> writing;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    for (const std::shared_ptr<CollectiveCall>& call : g_open) {
+      if (!call->completed && std::find(call->storages.begin(), call->storages.end(), storage) !=
+                                  call->storages.end()) {
+        writing.push_back(call);
+      }
+    }
+  }
+  bool in_flight = false;
+  for (const std::shared_ptr<CollectiveCall>& call : writing) {
+    Recorder* recorder = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(g_mu);
+      if (call->returned) recorder = call->recorder;
+    }
+    if (recorder != nullptr && FutureDone(*call)) {
+      Complete(call, recorder);  // the program waited for it; its scope has not ended yet
+    } else {
+      in_flight = true;
+    }
+  }
+  return in_flight;
+}
+
+void FlushCollectives(Recorder* recorder) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (const std::shared_ptr<CollectiveCall>& call : g_open) {
+    if (call->done || !call->returned || call->recorder != recorder) continue;
+    WriteLocked(*call, false);
+  }
+  DropDoneLocked();
+}
+
+}  // namespace upguard::torch_adapter

@@ -1,0 +1,78 @@
+// Collectives (c10d::allreduce_, broadcast_, allgather_, reduce_scatter_, alltoall_, barrier,
+// send, recv_, ...): the op launches the work and returns; the backend runs it and it completes
+// later. Measured with torch 1.13 and gloo: ProcessGroup work opens a USER_SCOPE
+// RecordFunction named "<backend>:<collective>" ("gloo:all_reduce") when the work starts to run
+// on the backend's worker thread and ends it there after the work has finished (recv: opened
+// at the call, ended at wait()). The work's future completes before that scope ends, and a
+// waiter may read the tensors in between (DDP's reducer reads its bucket there). So a
+// collective completes at the first of: its scope's end, or an op touching its tensors once
+// its future is done. Its written tensors are digested then and written as the op's
+// Collective record (trace.md §5.6). Nothing here is gloo-specific: any backend whose Work
+// carries a profiling title or a future reports completion the same way; a collective whose
+// completion is not seen by the end of its step is written as not completed.
+//
+// The call is matched to its scope by the first tensor the scope names (the work's inputs),
+// or, for a barrier, by order. Ops that run on a worker thread inside the scope are the
+// collective's own implementation (gloo's flatten and copies), not the training's: they are
+// not recorded. A tensor a collective is still writing is "in flight": an op that reads it
+// before the completion (a program that does not wait) is given it as opaque, since its bytes
+// then depend on timing.
+#pragma once
+
+#include <ATen/core/ivalue.h>
+#include <ATen/record_function.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "op_info.h"
+#include "upguard/recorder.h"
+
+namespace upguard::torch_adapter {
+
+struct CollectiveCall;
+
+// A process group as torch.distributed names it, found through the resolver.
+struct GroupInfo {
+  std::string name;            // "0" for the default group
+  std::vector<int32_t> ranks;  // global ranks, in group-rank order
+  uint32_t group_rank = 0;
+  uint32_t group_size = 0;
+};
+// Describes every process group this process knows, keyed by the address of its C++ object.
+// Installed by the Python module (it asks torch.distributed); called with no lock held.
+using GroupResolver = std::function<std::vector<std::pair<const void*, GroupInfo>>()>;
+void SetGroupResolver(GroupResolver resolver);
+
+// Forgets groups, counters and calls in flight (a new recording starts).
+void ResetCollectives();
+
+// At a collective op's entry, for every call while recording is on, recorded or not (the
+// per-group numbers must count every call, and a completion must invalidate cached digests).
+std::shared_ptr<CollectiveCall> LaunchCollective(const OpInfo& info,
+                                                 c10::ArrayRef<const c10::IValue> inputs);
+// At its exit. `recorded` is what Record() returned for it (written = false: not recorded).
+// `outputs` are the op's results: the Work, whose future tells a reader the work is done.
+void CollectiveReturned(const std::shared_ptr<CollectiveCall>& call, Recorder* recorder,
+                        const RecordedOp& recorded, const std::vector<c10::IValue>& outputs);
+
+bool IsCollectiveScope(std::string_view name);
+// A backend's collective scope opened / ended, on whatever thread the backend uses. The
+// context returned (null when no call matches) goes back to CollectiveScopeEnded.
+std::unique_ptr<at::ObserverContext> CollectiveScopeEntered(const at::RecordFunction& fn);
+// `current` (the recorder on now, or null) digests the written tensors.
+void CollectiveScopeEnded(at::ObserverContext* ctx, Recorder* current);
+
+// Whether a collective that has not completed is writing into this tensor's storage. A work
+// whose future is done completes here (the program waited for it before reading).
+bool InFlight(const at::Tensor& tensor);
+
+// Before the step ends: recorded collectives of the step that have not completed are written
+// as not completed (a Collective record precedes its step's StepEnd).
+void FlushCollectives(Recorder* recorder);
+
+}  // namespace upguard::torch_adapter

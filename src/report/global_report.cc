@@ -1,0 +1,168 @@
+#include "report/global_report.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "report/format_util.h"
+
+namespace upguard {
+namespace {
+
+// Where a rank's first divergence is, in run A: "step 2 #812, forward, aten::gelu
+// (blocks.1.mlp.act, examples/gpt.py:74)".
+struct FirstDivergence {
+  bool known = false;
+  uint32_t step = 0;
+  size_t index = 0;
+  std::string phase;
+  std::string op;
+  std::string module;
+  std::string call_site;
+};
+
+FirstDivergence FirstOf(const RankDiff& diff, const RankTrace& trace) {
+  FirstDivergence first;
+  if (diff.numeric && diff.numeric->a.op != nullptr) {
+    const OpLocation& at = diff.numeric->a;
+    first = {true,
+             at.step,
+             at.index,
+             std::string(PhaseName(at.op->phase)),
+             trace.Str(at.op->op),
+             trace.Str(at.op->module),
+             trace.Str(at.op->call_site)};
+  } else if (diff.structural) {
+    const StructuralDivergence& s = *diff.structural;
+    const OpRecord* op = !s.only_a.empty() ? s.only_a.front() : nullptr;
+    first.known = true;
+    first.step = s.step;
+    first.index = s.index_a;
+    if (op != nullptr) {
+      first.phase = std::string(PhaseName(op->phase));
+      first.op = trace.Str(op->op);
+      first.module = trace.Str(op->module);
+      first.call_site = trace.Str(op->call_site);
+    }
+  }
+  return first;
+}
+
+std::string Describe(const FirstDivergence& first) {
+  if (!first.known) return "-";
+  std::string text = "step " + std::to_string(first.step) + " #" + std::to_string(first.index);
+  if (!first.phase.empty()) text += ", " + first.phase;
+  if (!first.op.empty()) text += ", " + first.op;
+  if (!first.module.empty() || !first.call_site.empty()) {
+    text += " (" + OrDash(first.module) + ", " + OrDash(first.call_site) + ")";
+  }
+  return text;
+}
+
+std::string RankList(const std::vector<int>& ranks) {
+  std::string text;
+  for (size_t idx = 0; idx < ranks.size(); ++idx) {
+    text += (idx == 0 ? "" : ", ") + std::to_string(ranks[idx]);
+  }
+  return text;
+}
+
+std::string Plural(const std::vector<int>& ranks) {
+  return (ranks.size() == 1 ? "rank " : "ranks ") + RankList(ranks);
+}
+
+}  // namespace
+
+std::string RenderGlobalOrderText(const GlobalOrder& order, const DiffResult& result, const Run& a,
+                                  const Run& b) {
+  std::ostringstream out;
+  out << "upguard diff " << a.dir << " " << b.dir << "  (" << result.ranks.size()
+      << " ranks, ordered through collectives)\n";
+  for (const std::string& note : order.notes) out << "  note: " << note << "\n";
+  if (!order.first) {
+    out << "  every rank is identical\n\n";
+    return out.str();
+  }
+  const int first = *order.first;
+  const RankDiff& first_diff = result.ranks[first];
+  const FirstDivergence where = FirstOf(first_diff, a.ranks[first]);
+  const RankOrder& first_order = order.ranks[first];
+  if (first_order.role == RankRole::kOrigin) {
+    out << "  ORIGIN  rank " << first << ": " << VerdictName(first_diff.verdict) << " at "
+        << Describe(where) << "\n";
+    if (order.origins.size() > 1) {
+      std::vector<int> others(order.origins.begin() + 1, order.origins.end());
+      out << "          also diverged on their own: " << Plural(others) << "\n";
+    }
+    for (const CollectiveHop& hop : order.hops) {
+      if (std::find(hop.senders.begin(), hop.senders.end(), first) == hop.senders.end()) continue;
+      out << "  path    rank " << first << " -> " << hop.Name() << " (step " << hop.step << ", "
+          << hop.phase << ") -> " << Plural(hop.receivers) << "\n";
+    }
+  } else if (first_order.role == RankRole::kCollective && first_order.hop) {
+    const CollectiveHop& hop = order.hops[*first_order.hop];
+    out << "  COLLECTIVE  " << hop.Name() << " at step " << hop.step << " (" << hop.phase
+        << "): every member's inputs are identical, its outputs differ on " << Plural(hop.receivers)
+        << "\n";
+  } else {
+    out << "  FIRST  rank " << first << ": " << VerdictName(first_diff.verdict) << " at "
+        << Describe(where) << "\n";
+  }
+  for (const RankOrder& rank : order.ranks) {
+    out << "    rank " << rank.rank << "  " << Fit(std::string(RankRoleName(rank.role)), 10);
+    if (rank.role == RankRole::kIdentical) {
+      out << "\n";
+      continue;
+    }
+    if (rank.hop) {
+      const CollectiveHop& hop = order.hops[*rank.hop];
+      out << "via " << hop.Name() << ", step " << hop.step;
+      if (!hop.senders.empty()) out << ", from " << Plural(hop.senders);
+      if (!hop.missing.empty()) out << "; no record of it on " << Plural(hop.missing);
+      out << "\n";
+    } else {
+      out << VerdictName(result.ranks[rank.rank].verdict) << " at "
+          << Describe(FirstOf(result.ranks[rank.rank], a.ranks[rank.rank])) << "\n";
+    }
+  }
+  out << "\n";
+  return out.str();
+}
+
+nlohmann::json GlobalOrderToJson(const GlobalOrder& order, const DiffResult& result, const Run& a) {
+  nlohmann::json json;
+  json["first_rank"] = order.first ? nlohmann::json(*order.first) : nlohmann::json(nullptr);
+  json["origins"] = order.origins;
+  json["notes"] = order.notes;
+  nlohmann::json hops = nlohmann::json::array();
+  for (const CollectiveHop& hop : order.hops) {
+    hops.push_back({{"name", hop.Name()},
+                    {"op", hop.op},
+                    {"group", hop.group},
+                    {"ranks", hop.ranks},
+                    {"seq", hop.seq},
+                    {"step", hop.step},
+                    {"phase", hop.phase},
+                    {"senders", hop.senders},
+                    {"receivers", hop.receivers},
+                    {"missing", hop.missing}});
+  }
+  json["collectives"] = hops;
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const RankOrder& rank : order.ranks) {
+    nlohmann::json entry = {{"rank", rank.rank},
+                            {"role", RankRoleName(rank.role)},
+                            {"verdict", VerdictName(result.ranks[rank.rank].verdict)}};
+    entry["via"] = rank.hop ? nlohmann::json(*rank.hop) : nlohmann::json(nullptr);
+    const FirstDivergence first = FirstOf(result.ranks[rank.rank], a.ranks[rank.rank]);
+    if (first.known) {
+      entry["first"] = {{"step", first.step},     {"index", first.index},
+                        {"phase", first.phase},   {"op", first.op},
+                        {"module", first.module}, {"call_site", first.call_site}};
+    }
+    ranks.push_back(std::move(entry));
+  }
+  json["ranks"] = ranks;
+  return json;
+}
+
+}  // namespace upguard

@@ -1,0 +1,20 @@
+// Renders the cross-rank order of a multi-rank diff (diff/global_order.h): the origin rank and
+// its op, the collectives the difference travelled through, and each rank's role.
+//
+//   std::cout << RenderGlobalOrderText(order, result, a, b);
+//   json["across_ranks"] = GlobalOrderToJson(order, result, a);
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "diff/diff.h"
+#include "diff/global_order.h"
+
+namespace upguard {
+
+std::string RenderGlobalOrderText(const GlobalOrder& order, const DiffResult& result, const Run& a,
+                                  const Run& b);
+nlohmann::json GlobalOrderToJson(const GlobalOrder& order, const DiffResult& result, const Run& a);
+
+}  // namespace upguard
