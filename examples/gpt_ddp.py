@@ -9,6 +9,7 @@
 --plant makes one change from step --plant-step on, on rank --plant-rank only (default 1):
   gelu-tanh   that rank's blocks.1.mlp.act uses the tanh approximation of GELU
   data-shift  that rank's batch slice starts one character later
+  crash       that rank's process dies (exit code 3) at the start of that step
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpt import GPT, GPTConfig  # noqa: E402
 from gpt_train import make_batch, make_corpus  # noqa: E402
 
-PLANTS = ("none", "gelu-tanh", "data-shift")
+PLANTS = ("none", "gelu-tanh", "data-shift", "crash")
 
 
 def main() -> None:
@@ -64,6 +65,8 @@ def main() -> None:
 
     for step in range(args.steps):
         planted = args.plant != "none" and step >= args.plant_step and rank == args.plant_rank
+        if planted and args.plant == "crash":
+            os._exit(3)  # no cleanup, no atexit: as a killed or crashed worker ends
         if planted and args.plant == "gelu-tanh":
             model.module.blocks[1].mlp.act.approximate = "tanh"
         starts = batch_rng.integers(0, len(data) - args.block - 2, size=args.batch * world)
