@@ -63,6 +63,13 @@ StatusOr<RankTrace> LoadDecoded(const std::string& path, bool allow_damaged) {
   while (true) {
     ASSIGN_OR_RETURN(bool more, reader->Next(&record));
     if (!more) break;
+    if (record.type == RecordType::kCollective) {
+      // The reader placed it (trace.md §5.6): its op is in the current step, steps.back().
+      std::vector<OpRecord>& ops = steps.back().ops;
+      const uint64_t op_idx = record.collective.op_seq - ops.front().seq;
+      AttachCollective(std::move(record.collective.info), &ops[op_idx]);
+      continue;
+    }
     const uint32_t step = record.type == RecordType::kOp ? record.op.step : record.step_end.step;
     if (steps.empty() || steps.back().step != step || steps.back().end) {
       if (!steps.empty() && steps.back().step > step) {

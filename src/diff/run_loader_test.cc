@@ -16,6 +16,7 @@ namespace {
 
 using testing::Route;
 
+using testing::Frame;
 using testing::FrameSpans;
 using testing::ReadBytes;
 using testing::TempTracePath;
@@ -76,7 +77,12 @@ View Load(const std::string& path, Route route, bool allow_damaged) {
     view.lines.push_back("step " + std::to_string(info.step) + " ops " +
                          std::to_string(info.op_count) + " end " +
                          (info.end ? info.end->digest.Hex() : "-"));
-    for (const OpRecord& op : (*ops)->ops) view.lines.push_back(OpToText(op, trace->strings()));
+    for (const OpRecord& op : (*ops)->ops) {
+      view.lines.push_back(OpToText(op, trace->strings()));
+      if (op.collective != nullptr) {
+        view.lines.push_back(CollectiveToText(op.seq, *op.collective, trace->strings()));
+      }
+    }
   }
   view.complete = trace->complete();
   view.damage = trace->damage() ? trace->damage()->message : "";
@@ -142,15 +148,6 @@ TEST(RunLoaderRoutesTest, EveryCutAndEveryFlippedByte) {
       ExpectSameViews(damaged);
     }
   }
-}
-
-// A frame of `type` holding `payload`, with its CRC.
-std::string Frame(RecordType type, const std::string& payload) {
-  std::string frame;
-  BeginFrame(&frame);
-  frame += payload;
-  FinishFrame(type, &frame);
-  return frame;
 }
 
 TEST(RunLoaderRoutesTest, ExtraRecordsAndMissingEnd) {

@@ -38,6 +38,8 @@ inline constexpr size_t kDigestBytes = 16;
 // §5.3: arg flags.
 inline constexpr uint8_t kArgFlagHasStats = 0x01;
 inline constexpr uint8_t kArgFlagStatsShared = 0x02;  // v2: with HasStats, stats left out (§5.3.1)
+// §5.6: Collective record flags.
+inline constexpr uint8_t kCollectiveFlagCompleted = 0x01;
 
 inline void StoreLe16(uint16_t value, char* out) {
   out[0] = static_cast<char>(value);

@@ -53,6 +53,7 @@ class TraceReader::Impl {
   std::string meta_json_;
   StringTable strings_;
   SharedStats shared_stats_;  // the step scope of §5.3.1
+  CollectivePlacement placement_;
   bool complete_ = false;
   bool done_ = false;
   std::optional<TraceDamage> damage_;
@@ -191,6 +192,7 @@ StatusOr<bool> TraceReader::Next(TraceRecord* record) {
         impl.Damage(WrongSeq(record->op.seq, impl.ops_read_));
         break;
       }
+      impl.placement_.OnOp(record->op.seq, record->op.step);
       ++impl.ops_read_;
     } else if (type == static_cast<uint8_t>(RecordType::kStepEnd)) {
       if (!DecodeStepEnd(payload, &record->step_end, &error)) {
@@ -198,13 +200,24 @@ StatusOr<bool> TraceReader::Next(TraceRecord* record) {
         break;
       }
       impl.shared_stats_.EndStep();
+      impl.placement_.OnStepEnd();
+    } else if (type == static_cast<uint8_t>(RecordType::kCollective)) {
+      auto info = std::make_shared<CollectiveInfo>();
+      if (!DecodeCollective(payload, impl.strings_, impl.strings_.size(),
+                            &record->collective.op_seq, info.get(), &error) ||
+          !impl.placement_.Place(record->collective.op_seq, &error)) {
+        impl.Damage(error);
+        break;
+      }
+      record->collective.info = std::move(info);
     } else if (!impl.Consume(type, payload)) {
       break;
     }
     impl.offset_ += impl.frame_.size();
     ++impl.records_read_;
     if (type == static_cast<uint8_t>(RecordType::kOp) ||
-        type == static_cast<uint8_t>(RecordType::kStepEnd)) {
+        type == static_cast<uint8_t>(RecordType::kStepEnd) ||
+        type == static_cast<uint8_t>(RecordType::kCollective)) {
       record->type = static_cast<RecordType>(type);
       return true;
     }

@@ -32,14 +32,16 @@ enum class RecordType : uint8_t {
   kString = 2,   // defines one interned string
   kOp = 3,
   kStepEnd = 4,
-  kEnd = 5,  // clean end of the trace; absent when the process died
+  kEnd = 5,         // clean end of the trace; absent when the process died
+  kCollective = 6,  // completes the Op record of a collective (trace.md §5.6)
 };
 
 struct TraceRecord {
   RecordType type = RecordType::kOp;
-  uint64_t offset = 0;     // byte offset of the record's frame in the file
-  OpRecord op;             // when type == kOp
-  StepEndRecord step_end;  // when type == kStepEnd
+  uint64_t offset = 0;          // byte offset of the record's frame in the file
+  OpRecord op;                  // when type == kOp
+  StepEndRecord step_end;       // when type == kStepEnd
+  CollectiveRecord collective;  // when type == kCollective; the caller attaches it to its op
 };
 
 struct TraceDamage {
@@ -52,8 +54,9 @@ class TraceReader {
   static StatusOr<std::unique_ptr<TraceReader>> Open(const std::string& path);
   ~TraceReader();
 
-  // Next op or step-end record (String, RunMeta and End records are consumed internally).
-  // Returns false at the end of the readable records.
+  // Next Op, StepEnd or Collective record (String, RunMeta and End records are consumed
+  // internally). A Collective record comes after its op, which the caller has already been given:
+  // AttachCollective attaches it. Returns false at the end of the readable records.
   StatusOr<bool> Next(TraceRecord* record);
 
   const std::string& path() const;

@@ -42,6 +42,11 @@ void FinishFrame(RecordType type, std::string* frame);
 // the step wrote are left out (§5.3.1); on failure the scope is Reset.
 Status EncodeOp(const OpRecord& op, uint64_t seq, const StringTable& strings, std::string* out,
                 SharedStats* shared = nullptr);
+// A Collective record's payload (§5.6); statistics are written in full, never shared. Fails
+// (InvalidArgument) as EncodeOp does, and for outputs of a collective that did not complete or a
+// negative rank. The placement rules are the writer's to check (CollectivePlacement).
+Status EncodeCollective(uint64_t op_seq, const CollectiveInfo& info, const StringTable& strings,
+                        std::string* out);
 void EncodeString(StringId id, std::string_view text, std::string* out);
 void EncodeStepEnd(const StepEndRecord& step_end, std::string* out);
 void EncodeEnd(uint64_t op_count, std::string* out);
@@ -58,12 +63,15 @@ bool DecodeOp(std::string_view payload, const StringTable& strings, size_t id_li
 // Only the first two fields of an Op payload, seq and step (what an index needs), with the
 // errors DecodeOp would give for them.
 bool DecodeOpPrefix(std::string_view payload, uint64_t* seq, uint32_t* step, RecordError* error);
+// A Collective payload with every check of §5.6 but its placement (CollectivePlacement).
+bool DecodeCollective(std::string_view payload, const StringTable& strings, size_t id_limit,
+                      uint64_t* op_seq, CollectiveInfo* info, RecordError* error);
 bool DecodeString(std::string_view payload, StringId* id, std::string_view* text,
                   RecordError* error);
 bool DecodeStepEnd(std::string_view payload, StepEndRecord* step_end, RecordError* error);
 bool DecodeEnd(std::string_view payload, uint64_t* op_count, RecordError* error);
 
-// "RunMeta", "String", "Op", "StepEnd", "End", or "type N" for unknown types.
+// "RunMeta", "String", "Op", "StepEnd", "End", "Collective", or "type N" for unknown types.
 std::string RecordTypeName(uint8_t type);
 
 }  // namespace upguard

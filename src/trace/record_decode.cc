@@ -209,6 +209,7 @@ bool DecodeOp(std::string_view payload, const StringTable& strings, OpRecord* op
 bool DecodeOp(std::string_view payload, const StringTable& strings, size_t id_limit, OpRecord* op,
               RecordError* error) {
   Decoder in(payload, "Op", error);
+  op->collective.reset();  // a reused record: only a Collective record sets it
   uint8_t phase = 0;
   if (!in.Varint("seq", &op->seq) || !in.Varint32("step", &op->step) || !in.U8("phase", &phase)) {
     return false;
@@ -235,6 +236,43 @@ bool DecodeOpPrefix(std::string_view payload, uint64_t* seq, uint32_t* step, Rec
   }
   Decoder in(payload, "Op", error);  // again, for the error DecodeOp gives
   return in.Varint("seq", seq) && in.Varint32("step", step);
+}
+
+bool DecodeCollective(std::string_view payload, const StringTable& strings, size_t id_limit,
+                      uint64_t* op_seq, CollectiveInfo* info, RecordError* error) {
+  Decoder in(payload, "Collective", error);
+  uint64_t rank_count = 0;
+  if (!in.Varint("op_seq", op_seq) || !in.Id("group", id_limit, &info->group) ||
+      !in.Varint32("group_rank", &info->group_rank) ||
+      !in.Varint32("group_size", &info->group_size) || !in.Count("rank_count", &rank_count)) {
+    return false;
+  }
+  info->ranks.resize(rank_count);
+  for (uint64_t rank_idx = 0; rank_idx < rank_count; ++rank_idx) {
+    uint32_t rank = 0;
+    if (!in.Varint32("ranks", &rank)) return false;
+    if (rank > static_cast<uint32_t>(std::numeric_limits<int32_t>::max())) {
+      return in.Fail("rank " + std::to_string(rank) + " is 2^31 or more");
+    }
+    info->ranks[rank_idx] = static_cast<int32_t>(rank);
+  }
+  uint8_t flags = 0;
+  if (!in.Varint("seq", &info->seq) || !in.U8("flags", &flags)) return false;
+  if ((flags & ~kCollectiveFlagCompleted) != 0) {
+    return in.Fail("reserved bits set in flags byte " + std::to_string(flags));
+  }
+  info->completed = (flags & kCollectiveFlagCompleted) != 0;
+  if (!in.Varint("ops_before_completion", &info->ops_before_completion) ||
+      !DecodeArgs(in, strings, id_limit, "output", &info->outputs)) {
+    return false;
+  }
+  if (!info->completed && !info->outputs.empty()) return in.Fail("outputs without completion");
+  for (size_t arg_idx = 0; arg_idx < info->outputs.size(); ++arg_idx) {
+    if (info->outputs[arg_idx].stats_shared) {
+      return in.Fail("output " + std::to_string(arg_idx) + ": shared statistics");
+    }
+  }
+  return true;
 }
 
 bool DecodeString(std::string_view payload, StringId* id, std::string_view* text,

@@ -20,23 +20,25 @@ size_t ArgMaxBytes(const ArgRecord& arg) {
          kStatsMaxBytes;
 }
 
-Status ArgError(const char* side, size_t arg_idx, const std::string& what) {
-  return InvalidArgument(std::string("cannot write op: ") + side + " " + std::to_string(arg_idx) +
-                         ": " + what);
+// `record` names what is written in messages: "op" or "collective".
+Status ArgError(const char* record, const char* side, size_t arg_idx, const std::string& what) {
+  return InvalidArgument(std::string("cannot write ") + record + ": " + side + " " +
+                         std::to_string(arg_idx) + ": " + what);
 }
 
-Status CheckId(StringId id, const StringTable& strings, const char* what) {
+Status CheckId(StringId id, const StringTable& strings, const char* what,
+               const char* record = "op") {
   if (id < strings.size()) return Status::Ok();
-  return InvalidArgument(std::string("cannot write op: ") + what + " string id " +
+  return InvalidArgument(std::string("cannot write ") + record + ": " + what + " string id " +
                          std::to_string(id) + " was not interned by this writer");
 }
 
-Status CheckArg(const ArgRecord& arg, const StringTable& strings, const char* side,
-                size_t arg_idx) {
-  RETURN_IF_ERROR(CheckId(arg.name, strings, "argument name"));
+Status CheckArg(const ArgRecord& arg, const StringTable& strings, const char* side, size_t arg_idx,
+                const char* record = "op") {
+  RETURN_IF_ERROR(CheckId(arg.name, strings, "argument name", record));
   switch (arg.kind) {
     case ArgKind::kScalar:
-      return CheckId(arg.text, strings, "scalar text");
+      return CheckId(arg.text, strings, "scalar text", record);
     case ArgKind::kNone:
       return Status::Ok();
     case ArgKind::kTensor:
@@ -44,15 +46,16 @@ Status CheckArg(const ArgRecord& arg, const StringTable& strings, const char* si
     case ArgKind::kUninit:
     case ArgKind::kOpaque:
       if (static_cast<uint8_t>(arg.dtype) > kMaxDType) {
-        return ArgError(side, arg_idx,
+        return ArgError(record, side, arg_idx,
                         "unknown dtype " + std::to_string(static_cast<int>(arg.dtype)));
       }
       for (int64_t dim : arg.shape) {
-        if (dim < 0) return ArgError(side, arg_idx, "negative dim " + std::to_string(dim));
+        if (dim < 0) return ArgError(record, side, arg_idx, "negative dim " + std::to_string(dim));
       }
       return Status::Ok();
   }
-  return ArgError(side, arg_idx, "unknown arg kind " + std::to_string(static_cast<int>(arg.kind)));
+  return ArgError(record, side, arg_idx,
+                  "unknown arg kind " + std::to_string(static_cast<int>(arg.kind)));
 }
 
 // Everything EncodeOp refuses, checked before a byte is written.
@@ -170,6 +173,45 @@ Status EncodeOp(const OpRecord& op, uint64_t seq, const StringTable& strings, st
   return Status::Ok();
 }
 
+Status EncodeCollective(uint64_t op_seq, const CollectiveInfo& info, const StringTable& strings,
+                        std::string* out) {
+  RETURN_IF_ERROR(CheckId(info.group, strings, "group", "collective"));
+  for (int32_t rank : info.ranks) {
+    if (rank < 0) return InvalidArgument("cannot write collective: rank " + std::to_string(rank));
+  }
+  if (!info.completed && !info.outputs.empty()) {
+    return InvalidArgument("cannot write collective: " + std::to_string(info.outputs.size()) +
+                           " outputs, but it did not complete");
+  }
+  size_t max_bytes = (8 + info.ranks.size()) * kMaxVarintBytes + 1;
+  for (const ArgRecord& arg : info.outputs) max_bytes += ArgMaxBytes(arg);
+  for (size_t arg_idx = 0; arg_idx < info.outputs.size(); ++arg_idx) {
+    RETURN_IF_ERROR(CheckArg(info.outputs[arg_idx], strings, "output", arg_idx, "collective"));
+  }
+  const size_t start = out->size();
+  out->resize(start + max_bytes);
+  char* const begin = &(*out)[start];
+  char* p = begin;
+  for (uint64_t field : {op_seq, uint64_t{info.group}, uint64_t{info.group_rank},
+                         uint64_t{info.group_size}, uint64_t{info.ranks.size()}}) {
+    p = PutVarint(field, p);
+  }
+  for (int32_t rank : info.ranks) p = PutVarint(static_cast<uint64_t>(rank), p);
+  p = PutVarint(info.seq, p);
+  *p++ = static_cast<char>(info.completed ? kCollectiveFlagCompleted : 0);
+  p = PutVarint(info.ops_before_completion, p);
+  p = PutVarint(info.outputs.size(), p);
+  for (const ArgRecord& arg : info.outputs) p = PutArg(arg, /*shared=*/nullptr, p);
+  const size_t payload_bytes = static_cast<size_t>(p - begin);
+  out->resize(start + payload_bytes);
+  if (payload_bytes > kMaxPayloadBytes) {
+    out->resize(start);
+    return InvalidArgument("cannot write collective: its record exceeds " +
+                           std::to_string(kMaxPayloadBytes) + " bytes");
+  }
+  return Status::Ok();
+}
+
 void EncodeString(StringId id, std::string_view text, std::string* out) {
   AppendVarint(id, out);
   out->append(text.data(), text.size());
@@ -195,6 +237,8 @@ std::string RecordTypeName(uint8_t type) {
       return "StepEnd";
     case RecordType::kEnd:
       return "End";
+    case RecordType::kCollective:
+      return "Collective";
   }
   return "type " + std::to_string(type);
 }

@@ -42,6 +42,11 @@ bool StringTable::Find(std::string_view s, StringId* id) const {
   return true;
 }
 
+void AttachCollective(std::shared_ptr<const CollectiveInfo> info, OpRecord* op) {
+  if (info->completed) op->outputs = info->outputs;
+  op->collective = std::move(info);
+}
+
 std::string_view PhaseName(Phase phase) {
   switch (phase) {
     case Phase::kOther:

@@ -86,6 +86,16 @@ struct OpRecord {
   std::shared_ptr<const CollectiveInfo> collective;
 };
 
+// A Collective record as TraceReader returns it, before it is attached to its op.
+struct CollectiveRecord {
+  uint64_t op_seq = 0;  // the seq of the collective op's Op record
+  std::shared_ptr<const CollectiveInfo> info;
+};
+
+// What readers do with a Collective record (trace.md §5.6): sets op->collective and, when the
+// collective completed, replaces op->outputs (aliases written at call return) by its outputs.
+void AttachCollective(std::shared_ptr<const CollectiveInfo> info, OpRecord* op);
+
 // Written after the last op of each step: how many ops the step recorded and a rolling digest
 // over their values (see trace.md), so a diff can skip identical steps without reading ops.
 struct StepEndRecord {

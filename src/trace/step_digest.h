@@ -4,6 +4,8 @@
 //
 //   StepDigester digester;
 //   for (const OpRecord& op : ops_of_step) digester.AddOp(op, strings);
+//   for (each Collective record of the step, by op_seq)    // after every op (§5.4)
+//     digester.AddCollective(op_seq - first_seq_of_step, info, strings);
 //   StepEndRecord end{step, digester.op_count(), digester.Finish()};
 //   digester.Reset();
 //
@@ -29,6 +31,9 @@ class StepDigester {
 
   // Precondition: every string id in `op` is < strings.size().
   void AddOp(const OpRecord& op, const StringTable& strings);
+  // A Collective record of the step; `op_index` is its op_seq minus the seq of the step's first
+  // op. Call after the step's last AddOp, in increasing op_index order.
+  void AddCollective(uint64_t op_index, const CollectiveInfo& info, const StringTable& strings);
   // The digest of the ops added since the last Reset (does not reset).
   Digest128 Finish() const;
   uint64_t op_count() const { return op_count_; }

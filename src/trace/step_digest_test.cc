@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <xxhash.h>
 
+#include <map>
+
 #include "trace/format.h"
 #include "trace/trace_test_util.h"
 
@@ -112,7 +114,8 @@ TEST_F(TraceStepDigestTest, ResetStartsAFreshStep) {
   EXPECT_EQ(digester.Finish(), one);
 }
 
-// What the writer stores equals what a verifier recomputes from the ops read back.
+// What the writer stores equals what a verifier recomputes from the records read back: the ops,
+// then the collectives by op_seq (trace.md §5.4).
 TEST_F(TraceStepDigestTest, WrittenStepEndsVerify) {
   const std::string path = testing::TempTracePath("steps.ugt");
   testing::WriteSampleTrace(path);
@@ -121,14 +124,25 @@ TEST_F(TraceStepDigestTest, WrittenStepEndsVerify) {
   StepDigester digester;
   TraceRecord record;
   int step_ends = 0;
+  uint64_t first_seq = 0;
+  std::map<uint64_t, std::shared_ptr<const CollectiveInfo>> collectives;
   while (true) {
     auto more = (*reader)->Next(&record);
     ASSERT_TRUE(more.ok());
     if (!*more) break;
     if (record.type == RecordType::kOp) {
+      if (digester.op_count() == 0) first_seq = record.op.seq;
       digester.AddOp(record.op, (*reader)->strings());
       continue;
     }
+    if (record.type == RecordType::kCollective) {
+      collectives[record.collective.op_seq] = record.collective.info;
+      continue;
+    }
+    for (const auto& [op_seq, info] : collectives) {
+      digester.AddCollective(op_seq - first_seq, *info, (*reader)->strings());
+    }
+    collectives.clear();
     EXPECT_EQ(record.step_end.op_count, digester.op_count());
     EXPECT_EQ(record.step_end.digest, digester.Finish());
     digester.Reset();

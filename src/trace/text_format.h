@@ -33,5 +33,8 @@ StatusOr<std::string> TraceToText(const std::string& trace_path,
 // One op in the text form: its "op ..." line and one indented "in"/"out" line per argument,
 // each ending in '\n'. For tools that show ops to people (`upguard show`, diff reports).
 std::string OpToText(const OpRecord& op, const StringTable& strings);
+// A Collective record: its "collective ..." line (every field) and an "out" line per output.
+std::string CollectiveToText(uint64_t op_seq, const CollectiveInfo& info,
+                             const StringTable& strings);
 
 }  // namespace upguard

@@ -1,5 +1,5 @@
-// Parser half of text_format.h: one pass over the lines, feeding a TraceWriter. An op is held
-// until the next non-argument line, because its "in"/"out" lines follow it.
+// Parser half of text_format.h: one pass over the lines, feeding a TraceWriter. An op (or a
+// collective) is held until the next non-argument line, because its "in"/"out" lines follow it.
 #include <nlohmann/json.hpp>
 
 #include "trace/text_format.h"
@@ -27,6 +27,7 @@ class TextParser {
   Status EnsureWriter(std::string_view meta_json);
   Status FlushOp();
   Status ParseOp(const std::vector<TextToken>& tokens);
+  Status ParseCollective(const std::vector<TextToken>& tokens);
   Status ParseArg(const std::vector<TextToken>& tokens);
   Status ParseTensorFields(const std::vector<TextToken>& tokens, size_t first, ArgRecord* arg);
   Status ParseStats(std::string_view value, TensorStats* stats);
@@ -37,6 +38,9 @@ class TextParser {
   std::unique_ptr<TraceWriter> writer_;
   OpRecord op_;
   bool has_op_ = false;
+  CollectiveInfo collective_;  // held like op_; its "out" lines follow it
+  uint64_t collective_op_seq_ = 0;
+  bool has_collective_ = false;
   bool ended_ = false;
   uint32_t default_step_ = 0;
   std::vector<TextToken> tokens_;
@@ -48,7 +52,12 @@ Status TextParser::EnsureWriter(std::string_view meta_json) {
   return Status::Ok();
 }
 
+// Writes the held op or collective.
 Status TextParser::FlushOp() {
+  if (has_collective_) {
+    has_collective_ = false;
+    return writer_->WriteCollective(collective_op_seq_, collective_);
+  }
   if (!has_op_) return Status::Ok();
   has_op_ = false;
   return writer_->WriteOp(op_);
@@ -73,6 +82,7 @@ Status TextParser::ParseLine(std::string_view line) {
   if (verb == "in" || verb == "out") return ParseArg(tokens_);
   RETURN_IF_ERROR(FlushOp());
   if (verb == "op") return ParseOp(tokens_);
+  if (verb == "collective") return ParseCollective(tokens_);
   if (verb == "stepend") {
     uint64_t step;
     if (tokens_.size() != 2 || !text::ParseUint(tokens_[1].text, UINT32_MAX, &step)) {
@@ -86,7 +96,61 @@ Status TextParser::ParseLine(std::string_view line) {
     ended_ = true;
     return writer_->Close();
   }
-  return Error("unknown line '" + verb + "' (want meta, op, in, out, stepend or end)");
+  return Error("unknown line '" + verb + "' (want meta, op, in, out, collective, stepend or end)");
+}
+
+// "[0,1,2]" or "[]".
+bool ParseRanks(std::string_view value, std::vector<int32_t>* ranks) {
+  if (value.size() < 2 || value.front() != '[' || value.back() != ']') return false;
+  value = value.substr(1, value.size() - 2);
+  ranks->clear();
+  while (!value.empty()) {
+    const size_t comma = value.find(',');
+    uint64_t rank = 0;
+    if (!text::ParseUint(value.substr(0, comma), INT32_MAX, &rank)) return false;
+    ranks->push_back(static_cast<int32_t>(rank));
+    if (comma == std::string_view::npos) break;
+    value.remove_prefix(comma + 1);
+    if (value.empty()) return false;  // a trailing comma
+  }
+  return true;
+}
+
+Status TextParser::ParseCollective(const std::vector<TextToken>& tokens) {
+  collective_ = CollectiveInfo{};
+  collective_.completed = true;
+  if (writer_->ops_written() == 0) return Error("'collective' must follow an 'op' line");
+  collective_op_seq_ = writer_->ops_written() - 1;
+  for (size_t token_idx = 1; token_idx < tokens.size(); ++token_idx) {
+    const TextToken& token = tokens[token_idx];
+    if (!token.is_key_value()) {
+      return Error("collective wants KEY=VALUE fields, got '" + token.text + "'");
+    }
+    const std::string_view key = token.key();
+    const std::string_view value = token.value();
+    uint64_t number = 0;
+    if (key == "group") {
+      collective_.group = writer_->Intern(value);
+    } else if (key == "ranks") {
+      if (!ParseRanks(value, &collective_.ranks)) return Error("bad ranks (want [0,1,...] or [])");
+    } else if (key == "completed") {
+      if (value != "0" && value != "1") return Error("bad completed (want 1 or 0)");
+      collective_.completed = value == "1";
+    } else if (key == "group_rank" || key == "group_size") {
+      if (!text::ParseUint(value, UINT32_MAX, &number)) return Error("bad " + std::string(key));
+      (key == "group_rank" ? collective_.group_rank : collective_.group_size) =
+          static_cast<uint32_t>(number);
+    } else if (key == "op" || key == "seq" || key == "ops_before_completion") {
+      if (!text::ParseUint(value, UINT64_MAX, &number)) return Error("bad " + std::string(key));
+      (key == "op"    ? collective_op_seq_
+       : key == "seq" ? collective_.seq
+                      : collective_.ops_before_completion) = number;
+    } else {
+      return Error("unknown collective field '" + std::string(key) + "'");
+    }
+  }
+  has_collective_ = true;
+  return Status::Ok();
 }
 
 Status TextParser::ParseOp(const std::vector<TextToken>& tokens) {
@@ -128,7 +192,13 @@ Status TextParser::ParseOp(const std::vector<TextToken>& tokens) {
 }
 
 Status TextParser::ParseArg(const std::vector<TextToken>& tokens) {
-  if (!has_op_) return Error("'" + tokens[0].text + "' must follow an 'op' line");
+  if (has_collective_ && tokens[0].text == "in") {
+    return Error("a collective has outputs only: 'out' lines");
+  }
+  if (!has_op_ && !has_collective_) {
+    return Error(tokens[0].text == "in" ? "'in' must follow an 'op' line"
+                                        : "'out' must follow an 'op' or 'collective' line");
+  }
   ArgRecord arg;
   size_t next = 1;
   auto is_kind = [](const TextToken& token, ArgKind* kind) {
@@ -165,7 +235,11 @@ Status TextParser::ParseArg(const std::vector<TextToken>& tokens) {
     ++next;
   }
   if (next < tokens.size()) return Error("unexpected '" + tokens[next].text + "'");
-  (tokens[0].text == "in" ? op_.inputs : op_.outputs).push_back(std::move(arg));
+  if (has_collective_) {
+    collective_.outputs.push_back(std::move(arg));
+  } else {
+    (tokens[0].text == "in" ? op_.inputs : op_.outputs).push_back(std::move(arg));
+  }
   return Status::Ok();
 }
 

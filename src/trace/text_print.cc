@@ -73,6 +73,20 @@ std::string OpToText(const OpRecord& op, const StringTable& strings) {
   return out;
 }
 
+std::string CollectiveToText(uint64_t op_seq, const CollectiveInfo& info,
+                             const StringTable& strings) {
+  std::string ranks;
+  for (int32_t rank : info.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(rank);
+  std::string out =
+      "collective op=" + std::to_string(op_seq) + " group=" + text::Quote(strings.Get(info.group)) +
+      " ranks=[" + ranks + "] group_rank=" + std::to_string(info.group_rank) +
+      " group_size=" + std::to_string(info.group_size) + " seq=" + std::to_string(info.seq) +
+      " completed=" + (info.completed ? "1" : "0") +
+      " ops_before_completion=" + std::to_string(info.ops_before_completion) + "\n";
+  for (const ArgRecord& arg : info.outputs) AppendArg("out", arg, strings, &out);
+  return out;
+}
+
 StatusOr<std::string> TraceToText(const std::string& trace_path,
                                   std::optional<TraceDamage>* damage) {
   ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, TraceReader::Open(trace_path));
@@ -88,6 +102,8 @@ StatusOr<std::string> TraceToText(const std::string& trace_path,
     if (!more) break;
     if (record.type == RecordType::kOp) {
       out += OpToText(record.op, reader->strings());
+    } else if (record.type == RecordType::kCollective) {
+      out += CollectiveToText(record.collective.op_seq, *record.collective.info, reader->strings());
     } else {
       out += "stepend " + std::to_string(record.step_end.step) +
              "  # ops=" + std::to_string(record.step_end.op_count) +

@@ -123,6 +123,23 @@ RecordError WrongSeq(uint64_t seq, uint64_t expected) {
                      "seq " + std::to_string(seq) + ", expected " + std::to_string(expected)};
 }
 
+bool CollectivePlacement::Place(uint64_t op_seq, RecordError* error) {
+  std::string detail;
+  if (!open_) {
+    detail =
+        "op_seq " + std::to_string(op_seq) + " is not an op of the current step (no step is open)";
+  } else if (op_seq < first_seq_ || op_seq >= end_seq_) {
+    detail = "op_seq " + std::to_string(op_seq) + " is not an op of the current step (seqs " +
+             std::to_string(first_seq_) + " to " + std::to_string(end_seq_ - 1) + ")";
+  } else if (!placed_.insert(op_seq).second) {
+    detail = "a second Collective record for op " + std::to_string(op_seq);
+  } else {
+    return true;
+  }
+  *error = RecordError{"malformed Collective record", std::move(detail)};
+  return false;
+}
+
 TraceDamage MakeTraceDamage(const std::string& path, uint64_t offset, const RecordError& error,
                             uint64_t records_before, uint64_t ops_before) {
   return TraceDamage{offset, path + ": " + error.reason + " at byte " + std::to_string(offset) +

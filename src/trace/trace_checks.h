@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 
 #include "trace/crc32c.h"
 #include "trace/format.h"
@@ -51,6 +52,35 @@ RecordError UnexpectedRunMeta();
 RecordError DataAfterEnd();
 // An Op whose seq is not the number of ops before it.
 RecordError WrongSeq(uint64_t seq, uint64_t expected);
+
+// Where a Collective record may stand (§5.6): it names an earlier Op record of the current step
+// (a run of ops ended by a StepEnd and by a change of step number), at most once. Kept alike by
+// the writer, TraceReader and TraceIndex, fed every Op and StepEnd record in file order.
+//
+//   placement.OnOp(op.seq, op.step);  ...  placement.OnStepEnd();
+//   if (!placement.Place(op_seq, &error)) ... damage (reader) or refusal (writer) ...
+class CollectivePlacement {
+ public:
+  void OnOp(uint64_t seq, uint32_t step) {
+    if (!open_ || step != step_) {
+      open_ = true;
+      step_ = step;
+      first_seq_ = seq;
+      if (!placed_.empty()) placed_.clear();
+    }
+    end_seq_ = seq + 1;
+  }
+  void OnStepEnd() { open_ = false; }
+  // Whether a Collective record for op `op_seq` may come now; if so, remembers it.
+  bool Place(uint64_t op_seq, RecordError* error);
+
+ private:
+  bool open_ = false;
+  uint32_t step_ = 0;
+  uint64_t first_seq_ = 0;
+  uint64_t end_seq_ = 0;                 // one past the latest op's seq
+  std::unordered_set<uint64_t> placed_;  // ops of the current step with a Collective record
+};
 
 // "<path>: <reason> at byte <offset> (<detail>) — the <R> records before it (<K> ops) are
 // readable".

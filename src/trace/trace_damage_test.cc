@@ -184,12 +184,8 @@ TEST(TraceOpenTest, ForeignEmptyMissingAndDirectory) {
 // Appends a frame of `type` with `payload` before the End record (or at the end).
 std::string WithFrame(const std::string& bytes, const std::vector<testing::FrameSpan>& spans,
                       RecordType type, const std::string& payload, bool before_end = true) {
-  std::string frame;
-  BeginFrame(&frame);
-  frame += payload;
-  FinishFrame(type, &frame);
   std::string out = bytes;
-  out.insert(before_end ? spans.back().start : out.size(), frame);
+  out.insert(before_end ? spans.back().start : out.size(), testing::Frame(type, payload));
   return out;
 }
 
@@ -230,7 +226,7 @@ TEST_F(TraceDamageTest, OpWithWrongSeqIsDamage) {
   WriteBytes(path, WithFrame(bytes_, spans_, RecordType::kOp, op_payload));
   auto back = ReadAll(path);
   ASSERT_TRUE(back.ok() && back->damage.has_value());
-  EXPECT_TRUE(Contains(back->damage->message, "seq 0, expected 6")) << back->damage->message;
+  EXPECT_TRUE(Contains(back->damage->message, "seq 0, expected 8")) << back->damage->message;
 }
 
 TEST_F(TraceDamageTest, DataAfterEndIsDamage) {
@@ -285,7 +281,7 @@ TEST_F(TraceDamageTest, DamageMessageCountsReadableRecords) {
   auto back = ReadAll(path);
   ASSERT_TRUE(back.ok() && back->damage.has_value());
   EXPECT_TRUE(Contains(back->damage->message, " — the " + std::to_string(spans_.size() - 1) +
-                                                  " records before it (6 ops) "
+                                                  " records before it (8 ops) "
                                                   "are readable"))
       << back->damage->message;
 }

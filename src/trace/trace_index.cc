@@ -7,6 +7,7 @@
 #include "trace/record_codec.h"
 #include "trace/shared_stats.h"
 #include "trace/trace_checks.h"
+#include "trace/varint.h"
 
 namespace upguard {
 namespace {
@@ -171,6 +172,7 @@ void TraceIndex::IndexFrame() {
         }
       }
       if (!step_for(step)) return;
+      placement_.OnOp(seq, step);
       ++steps_.back().op_count;
       ++op_count_;
       in_step = true;
@@ -183,7 +185,22 @@ void TraceIndex::IndexFrame() {
         return;
       }
       if (!step_for(end.step)) return;
+      placement_.OnStepEnd();
       steps_.back().end = end;
+      in_step = true;
+      break;
+    }
+    case RecordType::kCollective: {
+      // Checked whole now (they are few), so ReadStep cannot find them damaged. Placed, it lies
+      // in the open step: steps_.back().
+      uint64_t op_seq = 0;
+      if (!DecodeCollective(payload, strings_, strings_.size(), &op_seq, &scratch_collective_,
+                            &error) ||
+          !placement_.Place(op_seq, &error)) {
+        Damage(error);
+        return;
+      }
+      ++steps_.back().collectives;
       in_step = true;
       break;
     }
@@ -240,16 +257,27 @@ std::optional<TraceDamage> TraceIndex::ReadStep(size_t step_idx, std::vector<OpR
   while (offset < span.end_offset) {
     const uint32_t length = LoadLe32(data + offset);
     const auto type = static_cast<RecordType>(data[offset + 4]);
+    const std::string_view payload(data + offset + kFrameHeaderBytes, length);
     if (type == RecordType::kString) {
       ++id_limit;
     } else if (type == RecordType::kOp) {
-      const std::string_view payload(data + offset + kFrameHeaderBytes, length);
       if (!DecodeOp(payload, strings_, id_limit, &(*ops)[op_idx], &error) ||
           (shared_stats.Enter(span.step), !shared_stats.Resolve(&(*ops)[op_idx], &error))) {
         ops->resize(op_idx);
         return MakeTraceDamage(path_, offset, error, records, span.first_seq + op_idx);
       }
       ++op_idx;
+    } else if (type == RecordType::kCollective) {
+      // Indexing checked it, its placement included: its op is one of this step's before it.
+      auto info = std::make_shared<CollectiveInfo>();
+      uint64_t op_seq = 0;
+      if (!DecodeCollective(payload, strings_, id_limit, &op_seq, info.get(), &error) ||
+          op_seq < span.first_seq || op_seq - span.first_seq >= op_idx) {
+        if (error.reason.empty()) error = RecordError{"malformed Collective record", "misplaced"};
+        ops->resize(op_idx);
+        return MakeTraceDamage(path_, offset, error, records, span.first_seq + op_idx);
+      }
+      AttachCollective(std::move(info), &(*ops)[op_seq - span.first_seq]);
     }
     offset += kFrameOverheadBytes + length;
     ++records;
@@ -278,6 +306,29 @@ bool TraceIndex::RawOps::Next(std::string_view* payload, uint32_t* strings_befor
     if (type == RecordType::kString) ++strings_;
   }
   return false;
+}
+
+std::vector<RawCollective> TraceIndex::RawCollectives(size_t step_idx) const {
+  const StepSpan& span = steps_[step_idx];
+  std::vector<RawCollective> collectives;
+  if (span.collectives == 0) return collectives;
+  const char* const data = file_->data();
+  uint32_t strings = span.strings_before;
+  for (uint64_t offset = span.begin; offset < span.end_offset;) {
+    const uint32_t length = LoadLe32(data + offset);
+    const auto type = static_cast<RecordType>(data[offset + 4]);
+    const std::string_view payload(data + offset + kFrameHeaderBytes, length);
+    offset += kFrameOverheadBytes + length;
+    if (type == RecordType::kString) {
+      ++strings;
+    } else if (type == RecordType::kCollective) {
+      const char* p = payload.data();
+      uint64_t op_seq = 0;
+      DecodeVarint(&p, payload.data() + payload.size(), &op_seq);  // checked by indexing
+      collectives.push_back(RawCollective{op_seq - span.first_seq, payload, strings});
+    }
+  }
+  return collectives;
 }
 
 void TraceIndex::ReleaseStep(size_t step_idx) const {

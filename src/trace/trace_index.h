@@ -8,14 +8,15 @@
 //   std::vector<OpRecord> ops;                       // reused: no allocation once grown
 //   std::optional<TraceDamage> damage = index->ReadStep(7, &ops);
 //
-// Indexing checks every frame as TraceReader does (framing, length, CRC; String, StepEnd and
-// End records; each op's seq and step) and stops at the first damage with the same offset and
-// message, so the steps it lists are the ones TraceReader's records group into. It goes on only
-// as far as asked (IndexStep, IndexAll), so a reader can compare a step right after indexing
-// it, while its pages are mapped and cached. It does not parse the rest of an Op payload:
-// ReadStep does, and reports a malformed payload (possible only behind a valid CRC, from a
-// buggy or newer writer) as damage at that op, worded as TraceReader words it. Truncate() then
-// cuts the index there, as if indexing had stopped at it.
+// Indexing checks every frame as TraceReader does (framing, length, CRC; String, StepEnd, End
+// and Collective records; each op's seq and step) and stops at the first damage with the same
+// offset and message, so the steps it lists are the ones TraceReader's records group into. It
+// goes on only as far as asked (IndexStep, IndexAll), so a reader can compare a step right after
+// indexing it, while its pages are mapped and cached. It does not parse the rest of an Op
+// payload: ReadStep does (and attaches the step's Collective records to their ops), and reports
+// a malformed payload (possible only behind a valid CRC, from a buggy or newer writer) as damage
+// at that op, worded as TraceReader words it. Truncate() then cuts the index there, as if
+// indexing had stopped at it.
 //
 // Steps group ops as the diff always has: a record opens a new step when its step number differs
 // from the open step's or the open step already has its StepEnd. Memory: the index (a few dozen
@@ -33,6 +34,7 @@
 #include "trace/reader.h"
 #include "trace/record_codec.h"
 #include "trace/records.h"
+#include "trace/trace_checks.h"
 #include "upguard/status.h"
 
 namespace upguard {
@@ -48,6 +50,14 @@ struct StepSpan {
   uint64_t first_seq = 0;       // Op records before the step
   uint64_t records_before = 0;  // records (RunMeta included) before `begin`
   uint32_t strings_before = 0;  // StringTable size at `begin` (id 0 included)
+  uint64_t collectives = 0;     // Collective records in the step (trace.md §5.6)
+};
+
+// A Collective record of a step, undecoded (TraceIndex::RawCollectives).
+struct RawCollective {
+  uint64_t op_index = 0;  // its op's index in the step (op_seq - first_seq)
+  std::string_view payload;
+  uint32_t strings_before = 0;  // the ids it may use
 };
 
 class TraceIndex {
@@ -83,8 +93,9 @@ class TraceIndex {
   const std::optional<TraceDamage>& damage() const { return damage_; }
 
   // Decodes the ops of steps()[step_idx] into `ops` (resized to the step's op count; element k
-  // is reused for the step's k-th op). On a malformed op payload returns the damage, with the
-  // ops before it in `ops`. Releases the step's mapped pages when done.
+  // is reused for the step's k-th op), each with its Collective record attached
+  // (AttachCollective). On a malformed op payload returns the damage, with the ops before it in
+  // `ops`. Releases the step's mapped pages when done.
   std::optional<TraceDamage> ReadStep(size_t step_idx, std::vector<OpRecord>* ops) const;
 
   // The Op payloads of one step in file order, undecoded, for comparing two traces byte by
@@ -101,6 +112,9 @@ class TraceIndex {
     uint64_t end_;
     uint32_t strings_;
   };
+  // The Collective records of steps()[step_idx] in file order (none when its `collectives` is 0;
+  // indexing checked them).
+  std::vector<RawCollective> RawCollectives(size_t step_idx) const;
   // Releases the mapped pages of steps()[step_idx] (after reading it through RawOps).
   void ReleaseStep(size_t step_idx) const;
 
@@ -135,7 +149,9 @@ class TraceIndex {
   uint32_t next_strings_ = 0;
   uint64_t released_ = 0;  // mapped pages before this were released
   uint64_t populated_ = 0;
-  OpRecord scratch_;  // for error paths
+  CollectivePlacement placement_;
+  OpRecord scratch_;                   // for error paths
+  CollectiveInfo scratch_collective_;  // for checking Collective records
 };
 
 }  // namespace upguard

@@ -13,6 +13,7 @@
 #include "base/file.h"
 #include "trace/format.h"
 #include "trace/reader.h"
+#include "trace/record_codec.h"
 #include "trace/text_format.h"
 #include "trace/writer.h"
 
@@ -47,10 +48,20 @@ inline std::vector<FrameSpan> FrameSpans(const std::string& bytes) {
   return spans;
 }
 
+// A frame of `type` holding `payload`, with its CRC.
+inline std::string Frame(RecordType type, const std::string& payload) {
+  std::string frame;
+  BeginFrame(&frame);
+  frame += payload;
+  FinishFrame(type, &frame);
+  return frame;
+}
+
 // Everything a reader yields for a file.
 struct ReadBack {
   std::vector<TraceRecord> records;
-  std::vector<std::string> texts;  // OpToText of each op, "stepend S N HEX" of each step end
+  // OpToText of each op, CollectiveToText of each collective, "stepend S N HEX" of each step end
+  std::vector<std::string> texts;
   bool complete = false;
   std::optional<TraceDamage> damage;
   std::string meta_json;
@@ -59,6 +70,9 @@ struct ReadBack {
 inline std::string RecordText(const TraceRecord& record, const StringTable& strings) {
   if (record.type == RecordType::kOp) {
     return "seq " + std::to_string(record.op.seq) + " " + OpToText(record.op, strings);
+  }
+  if (record.type == RecordType::kCollective) {
+    return CollectiveToText(record.collective.op_seq, *record.collective.info, strings);
   }
   return "stepend " + std::to_string(record.step_end.step) + " " +
          std::to_string(record.step_end.op_count) + " " + record.step_end.digest.Hex();
@@ -81,7 +95,8 @@ inline StatusOr<ReadBack> ReadAll(const std::string& path) {
 }
 
 // A small trace in text form: every phase, every arg kind, stats on, off and shared with an
-// earlier tensor (aten::relu's), two steps.
+// earlier tensor (aten::relu's), two steps, a collective that completed after the next op and
+// one that did not complete before its step ended.
 inline constexpr const char* kSampleTraceText =
     R"(meta {"rank":0,"world_size":1,"argv":["train.py"]}
 op step=0 phase=forward name=aten::linear module=fc site=model.py:10
@@ -95,16 +110,25 @@ op phase=forward depth=1 name=aten::empty
 op phase=forward name=aten::relu module=act site=model.py:11
   in self tensor float32[2,3] digest=@x stats=min:-1,max:2,mean:0.25,l2:3.5,finite:6
   out tensor float32[2,3] digest=@x stats=min:-1,max:2,mean:0.25,l2:3.5,finite:6
+op phase=backward name=c10d::allreduce_
+  in tensors tensor float32[4,3] digest=@gw
+  out alias float32[4,3]
 op phase=backward name=aten::t node=TBackward0
   in self tensor float32[4,3] digest=@w
   out alias float32[3,4]
   out opaque int64[0]
+collective op=3 group=0 ranks=[0,1] group_rank=1 group_size=2 seq=0 ops_before_completion=1
+  out tensor float32[4,3] digest=@gsum stats=min:0,max:1,mean:0.5,l2:1,finite:12
 stepend 0
 op step=1 phase=optimizer name=aten::add_ site=adam.py:5
   in self tensor float32[4,3] digest=@w
   in alpha scalar '0.001'
   out tensor float32[4,3] digest=@w2
 op step=1 phase=other name=aten::item
+op step=1 phase=other name=c10d::broadcast_
+  in tensor int64[2] digest=@b
+  out alias int64[2]
+collective group=tp completed=0
 stepend 1
 end
 )";

@@ -1,11 +1,15 @@
 #include "trace/writer.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <utility>
+#include <vector>
 
 #include "trace/format.h"
 #include "trace/record_codec.h"
 #include "trace/shared_stats.h"
 #include "trace/step_digest.h"
+#include "trace/trace_checks.h"
 #include "trace/varint.h"
 
 namespace upguard {
@@ -30,6 +34,9 @@ class TraceWriter::Impl {
   StringTable strings_;
   StepDigester step_digester_;
   SharedStats shared_stats_;
+  CollectivePlacement placement_;
+  // The Collective records since the last EndStep, folded into its digest after the ops.
+  std::vector<std::pair<uint64_t, CollectiveInfo>> collectives_;
   std::string frame_;
   Status error_;
   bool closed_ = false;
@@ -88,7 +95,23 @@ Status TraceWriter::WriteOp(const OpRecord& op) {
   RETURN_IF_ERROR(EncodeOp(op, ops_written_, impl.strings_, &impl.frame_, &impl.shared_stats_));
   RETURN_IF_ERROR(impl.WriteFrame(RecordType::kOp));
   impl.step_digester_.AddOp(op, impl.strings_);
+  impl.placement_.OnOp(ops_written_, op.step);
   ++ops_written_;
+  return Status::Ok();
+}
+
+Status TraceWriter::WriteCollective(uint64_t op_seq, const CollectiveInfo& info) {
+  Impl& impl = *impl_;
+  RETURN_IF_ERROR(impl.error_);
+  if (impl.closed_) return Internal(impl.file_->path() + ": WriteCollective after Close");
+  BeginFrame(&impl.frame_);
+  RETURN_IF_ERROR(EncodeCollective(op_seq, info, impl.strings_, &impl.frame_));
+  RecordError error;
+  if (!impl.placement_.Place(op_seq, &error)) {
+    return InvalidArgument(impl.file_->path() + ": cannot write collective: " + error.detail);
+  }
+  RETURN_IF_ERROR(impl.WriteFrame(RecordType::kCollective));
+  impl.collectives_.emplace_back(op_seq, info);
   return Status::Ok();
 }
 
@@ -96,9 +119,17 @@ Status TraceWriter::EndStep(uint32_t step) {
   Impl& impl = *impl_;
   RETURN_IF_ERROR(impl.error_);
   if (impl.closed_) return Internal(impl.file_->path() + ": EndStep after Close");
+  const uint64_t first_seq = ops_written_ - impl.step_digester_.op_count();
+  std::sort(impl.collectives_.begin(), impl.collectives_.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [op_seq, info] : impl.collectives_) {
+    impl.step_digester_.AddCollective(op_seq - first_seq, info, impl.strings_);
+  }
+  impl.collectives_.clear();
   StepEndRecord step_end{step, impl.step_digester_.op_count(), impl.step_digester_.Finish()};
   impl.step_digester_.Reset();
   impl.shared_stats_.EndStep();
+  impl.placement_.OnStepEnd();
   BeginFrame(&impl.frame_);
   EncodeStepEnd(step_end, &impl.frame_);
   return impl.WriteFrame(RecordType::kStepEnd);

@@ -5,6 +5,7 @@
 //   op.op = writer->Intern("aten::gelu");
 //   ...
 //   RETURN_IF_ERROR(writer->WriteOp(op));   // assigns op.seq, folds it into the step digest
+//   RETURN_IF_ERROR(writer->WriteCollective(seq_of_a_collective_op, info));  // optional
 //   RETURN_IF_ERROR(writer->EndStep(0));    // StepEnd record: op count + rolling digest
 //   RETURN_IF_ERROR(writer->Close());       // End record, flush
 //
@@ -32,7 +33,13 @@ class TraceWriter {
   StringId Intern(std::string_view s);
   // Writes `op` with seq = number of ops written before it (the argument's seq is ignored).
   Status WriteOp(const OpRecord& op);
-  // Writes a StepEnd for `step` covering the ops written since the previous EndStep.
+  // Writes the Collective record (trace.md §5.6) of the op written with seq `op_seq`, which must
+  // be an op of the current step (since the last EndStep and of the latest op's step number)
+  // without one yet; else InvalidArgument and nothing is written. Its outputs enter the step
+  // digest at EndStep.
+  Status WriteCollective(uint64_t op_seq, const CollectiveInfo& info);
+  // Writes a StepEnd for `step` covering the ops (and Collective records) written since the
+  // previous EndStep.
   Status EndStep(uint32_t step);
   // Hands buffered records to the OS.
   Status Flush();
