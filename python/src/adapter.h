@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,16 @@
 
 namespace upguard::torch_adapter {
 
+// Online mode with several ranks (`record --against` under torchrun). A rank that diverges
+// tells the others through torch.distributed's store (`notice`, with its online.json) and
+// records on to the end of the step, so that no rank waits forever in a collective it left;
+// at each step's end every rank waits for the others (`agree`), learns whether one diverged,
+// and if so all close their traces and stop together.
+struct DistributedOnline {
+  std::function<void(const std::string& divergence_json)> notice;
+  std::function<bool(int64_t step)> agree;  // true: some rank diverged, stop now
+};
+
 struct AdapterOptions {
   RecorderOptions recorder;
   // Python frames whose file starts with one of these are not user code (torch, upguard).
@@ -25,6 +36,7 @@ struct AdapterOptions {
   std::optional<CaptureSelector> capture;
   // With recorder.against: record on after the first divergence instead of stopping.
   bool continue_after_divergence = false;
+  std::optional<DistributedOnline> distributed_online;  // with recorder.against, world > 1
 };
 
 // The exit status of a process stopped at its first divergence from the --against reference

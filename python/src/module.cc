@@ -21,6 +21,30 @@ void ThrowIfError(const Status& status) {
   throw std::runtime_error(status.message());
 }
 
+// upguard._online's notice() and agree(), which talk through torch.distributed's store. A
+// failure there is printed and counts as "no rank diverged": never stop the training for it.
+DistributedOnline DistributedHooks(const std::string& run_dir) {
+  DistributedOnline hooks;
+  hooks.notice = [run_dir](const std::string& divergence_json) {
+    py::gil_scoped_acquire gil;
+    try {
+      py::module_::import("upguard._online").attr("notice")(divergence_json, run_dir);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "upguard: could not tell the other ranks: %s\n", e.what());
+    }
+  };
+  hooks.agree = [run_dir](int64_t step) {
+    py::gil_scoped_acquire gil;
+    try {
+      return py::module_::import("upguard._online").attr("agree")(step, run_dir).cast<bool>();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "upguard: could not hear from the other ranks: %s\n", e.what());
+      return false;
+    }
+  };
+  return hooks;
+}
+
 void StartFromPython(const std::string& run_dir, int rank, int world_size,
                      const std::optional<std::string>& steps, int max_depth,
                      const std::vector<std::string>& ops, bool stats,
@@ -50,6 +74,7 @@ void StartFromPython(const std::string& run_dir, int rank, int world_size,
   }
   options.recorder.against = against;
   options.continue_after_divergence = continue_after_divergence;
+  if (!against.empty() && world_size > 1) options.distributed_online = DistributedHooks(run_dir);
   ThrowIfError(Start(options));
 }
 

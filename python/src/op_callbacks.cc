@@ -92,10 +92,11 @@ struct OpContext : at::ObserverContext {
 std::atomic<Recorder*> g_recorder{nullptr};
 std::atomic<bool> g_explicit_steps{false};
 std::atomic<bool> g_continue_after_divergence{false};
-std::atomic<bool> g_rng_recorded{false};   // upguard::rng_state was recorded in this step
-std::atomic<bool> g_forward_seen{false};   // a module ran forward in this step
-std::atomic<bool> g_backward_seen{false};  // an autograd node ran in this step
-std::mutex g_lifecycle_mu;                 // Start / Stop
+std::atomic<bool> g_rng_recorded{false};         // upguard::rng_state was recorded in this step
+std::atomic<bool> g_forward_seen{false};         // a module ran forward in this step
+std::atomic<bool> g_backward_seen{false};        // an autograd node ran in this step
+std::mutex g_lifecycle_mu;                       // Start / Stop
+std::optional<DistributedOnline> g_distributed;  // set at Start, before the callbacks
 std::vector<at::CallbackHandle> g_handles;
 std::vector<std::unique_ptr<Recorder>> g_recorders;  // closed ones stay alive: late callbacks
 
@@ -150,6 +151,8 @@ void RecordRngState(Recorder* recorder) {
   ts.busy = false;
 }
 
+[[noreturn]] void CloseAndExit(const char* why, int code);
+
 void StepBoundary(Recorder* recorder) {
   FlushCollectives(recorder);
   recorder->MarkStep();
@@ -159,6 +162,12 @@ void StepBoundary(Recorder* recorder) {
   g_origins.Clear();
   Uninit().DropExpired();
   Digests().Trim();
+  if (g_distributed && g_distributed->agree(recorder->step() - 1)) {
+    CloseAndExit(
+        "as another rank diverged from the reference (the ranks stop together at "
+        "the end of the step)",
+        kExitDivergedOnline);
+  }
 }
 
 // Closes the trace (meta.json included) and ends the process at once with `code`, saying
@@ -192,6 +201,11 @@ void OnDivergence(const RecordedOp& recorded, const OpEvent& event, const HeldIn
                static_cast<int>(event.op.size()), event.op.data(),
                capture.empty() ? "" : "; captured to ", capture.c_str());
   if (g_continue_after_divergence.load()) return;
+  if (g_distributed) {  // record on to the step's end, where every rank stops
+    Recorder* recorder = g_recorder.load(std::memory_order_acquire);
+    g_distributed->notice(recorder != nullptr ? recorder->divergence_json() : "{}");
+    return;
+  }
   CloseAndExit("(--continue records on)", kExitDivergedOnline);
 }
 
@@ -446,6 +460,7 @@ Status Start(const AdapterOptions& options) {
   ConfigureCapture(options.capture, options.recorder.run_dir, options.recorder.rank,
                    /*hold_all=*/!options.recorder.against.empty());
   g_continue_after_divergence.store(options.continue_after_divergence);
+  g_distributed = options.distributed_online;
   Digests().Clear();  // digests depend on the options (stats on or off)
   ResetCollectives();
   g_origins.Clear();

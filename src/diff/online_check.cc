@@ -8,6 +8,15 @@ namespace {
 // Describes how two same-named ops differ; "" when they hold the same values.
 std::optional<OnlineDivergence> CompareOps(const OpRecord& candidate, const OpRecord& reference,
                                            const RankTrace& trace) {
+  if (reference.collective != nullptr && reference.collective->completed) {
+    // The reference's outputs are what the collective delivered, read at its completion; the
+    // live record's are what the call returned (aliases), before it completed. A delivered
+    // difference shows online at the first op that reads it.
+    OpRecord call = reference;
+    call.outputs = candidate.outputs;
+    call.collective = nullptr;
+    return CompareOps(candidate, call, trace);
+  }
   if (SameArgs(reference, candidate)) return std::nullopt;
   OnlineDivergence divergence;
   std::vector<ArgComparison> inputs = CompareArgs(reference.inputs, candidate.inputs, true, trace);
@@ -116,6 +125,14 @@ std::optional<OnlineDivergence> OnlineChecker::Check(const OpRecord& op, uint64_
     found->index = index;
     found->op = std::string(op_name);
     found->reference_op = ref_name;
+  }
+  // A top-level op without a tensor result cannot vouch for the ops inside it (see
+  // HasTensorOutput in diff.cc): what differed inside it stands.
+  bool vouches = false;
+  for (const ArgRecord& output : op.outputs) vouches = vouches || output.kind == ArgKind::kTensor;
+  if (op.depth == 0 && !vouches && pending_ && !found) {
+    found = std::move(pending_);
+    pending_.reset();
   }
   return Settle(std::move(found), op.depth);
 }

@@ -1,0 +1,70 @@
+"""Online mode across ranks (`upguard record --against REF` under torchrun).
+
+Each rank compares its ops with its own reference trace. The first rank to diverge tells the
+others through torch.distributed's store (the c10d TCPStore torchrun set up), not a protocol of
+our own: `notice` adds one to the key `upguard/diverged`, whose returned count is the rank's
+place in the order of divergences, and stores its online.json under that number. A rank's
+divergence is noticed before it reaches its next collective, so a rank that diverges only
+because a collective delivered different data to it always gets a later number than the rank
+it came from: number 1 is the origin.
+
+The diverged rank records on to the end of its step: leaving at once would leave the others
+waiting in the step's collectives. At every step's end each rank calls `agree`: it counts
+itself in under `upguard/step/<S>`, waits for every rank, and reads `upguard/diverged`. If a
+rank diverged, all of them stop there together (the recorder closes every trace), and rank 0
+writes RUN/online.ranks.json: every divergence in order, for `upguard record` to report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import timedelta
+from typing import Any, Optional, Tuple
+
+_DIVERGED = "upguard/diverged"
+_noticed = False
+
+
+def _store() -> Optional[Tuple[Any, int, int]]:
+    import torch.distributed as dist
+    if not (dist.is_available() and dist.is_initialized()):
+        return None
+    return dist.distributed_c10d._get_default_store(), dist.get_rank(), dist.get_world_size()
+
+
+def notice(divergence_json: str, run_dir: str) -> None:
+    """This rank diverged from its reference: tell the others (once)."""
+    global _noticed
+    got = _store()
+    if got is None or _noticed:
+        return
+    store, rank, _ = got
+    _noticed = True
+    order = store.add(_DIVERGED, 1)
+    entry = json.loads(divergence_json or "{}")
+    entry.update({"rank": rank, "order": order})
+    store.set(f"{_DIVERGED}/{order}", json.dumps(entry))
+
+
+def agree(step: int, run_dir: str) -> bool:
+    """Step `step` ended on this rank: wait for every rank to end it; whether one diverged."""
+    got = _store()
+    if got is None:
+        return False
+    store, rank, world = got
+    key = f"upguard/step/{step}"
+    if store.add(key, 1) == world:  # the last rank to arrive lets everyone go on
+        store.set(f"{key}/all", "1")
+    store.wait([f"{key}/all"], timedelta(minutes=30))
+    diverged = store.add(_DIVERGED, 0)
+    if diverged == 0:
+        return False
+    if rank == 0:
+        entries = [json.loads(store.get(f"{_DIVERGED}/{n}")) for n in range(1, diverged + 1)]
+        report = {"step": step, "world_size": world, "divergences": entries}
+        path = os.path.join(run_dir, "online.ranks.json")
+        with open(path + ".tmp", "w") as out:
+            json.dump(report, out, indent=2)
+        os.replace(path + ".tmp", path)
+    return True
