@@ -77,12 +77,10 @@ int main(int argc, char** argv) {
   options.end_record = !flags.Has("no-end");
   options.shift_ids = flags.Has("shift-ids");
   if (flags.Has("diverge-at")) {
-    options.plant = synthetic::Plant::kCulprit;
-    if (flags.Has("diverge-kind") &&
-        !synthetic::ParsePlant(flags.Get("diverge-kind"), &options.plant)) {
-      return Fail("--diverge-kind '" + flags.Get("diverge-kind") +
-                  "': expected culprit, argument or structural");
-    }
+    StatusOr<synthetic::Plant> plant =
+        synthetic::PlantOfFlag(flags.Has("diverge-kind"), flags.Get("diverge-kind"));
+    if (!plant.ok()) return Fail(plant.status().message());
+    options.plant = *plant;
   } else if (flags.Has("diverge-kind")) {
     return Fail("--diverge-kind needs --diverge-at K");
   }
@@ -100,11 +98,7 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(summary->bytes), seconds,
       static_cast<double>(summary->ops) / seconds / 1e6);
   if (summary->planted.planted) {
-    const synthetic::PlantedChange& p = summary->planted;
-    std::printf("planted kind=%s op=%s seq=%llu step=%u index=%llu\n",
-                synthetic::PlantName(options.plant), p.op.c_str(),
-                static_cast<unsigned long long>(p.seq), p.step,
-                static_cast<unsigned long long>(p.index));
+    std::printf("planted %s\n", synthetic::PlantedFields(options.plant, summary->planted).c_str());
   }
   return 0;
 }

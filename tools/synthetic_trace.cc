@@ -160,9 +160,9 @@ std::string OtherText(const std::string& text) {
 
 std::string RunMetaJson(const SyntheticOptions& options) {
   nlohmann::json meta = {
-      {"rank", 0},
-      {"local_rank", 0},
-      {"world_size", 1},
+      {"rank", options.rank},
+      {"local_rank", options.rank},
+      {"world_size", options.world_size},
       {"argv", {"/usr/bin/python3", "synthetic_gpt.py", "--seed", std::to_string(options.seed)}},
       {"upguard_version", "0.1.0"},
       {"trace_version", kTraceVersion},
@@ -177,15 +177,19 @@ std::string RunMetaJson(const SyntheticOptions& options) {
 }
 
 std::string RunDirMetaJson(const SyntheticOptions& options) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (uint32_t rank = 0; rank < options.world_size; ++rank) {
+    ranks.push_back("rank" + std::to_string(rank) + ".ugt");
+  }
   nlohmann::json meta = {
       {"format", "upguard-run"},
       {"trace_version", kTraceVersion},
       {"upguard_version", "0.1.0"},
       {"argv", {"/usr/bin/python3", "synthetic_gpt.py", "--seed", std::to_string(options.seed)}},
       {"cwd", "/synthetic"},
-      {"world_size", 1},
+      {"world_size", options.world_size},
       {"created", "2024-01-01T00:00:00Z"},
-      {"ranks", {"rank0.ugt"}}};
+      {"ranks", ranks}};
   return meta.dump(2) + "\n";
 }
 
@@ -199,6 +203,21 @@ bool ParsePlant(const std::string& text, Plant* plant) {
     }
   }
   return false;
+}
+
+StatusOr<Plant> PlantOfFlag(bool given, const std::string& text) {
+  Plant plant = Plant::kCulprit;
+  if (given && !ParsePlant(text, &plant)) {
+    return InvalidArgument("--diverge-kind '" + text +
+                           "': expected culprit, argument or structural");
+  }
+  return plant;
+}
+
+std::string PlantedFields(Plant plant, const PlantedChange& planted) {
+  return std::string("kind=") + PlantName(plant) + " op=" + planted.op +
+         " seq=" + std::to_string(planted.seq) + " step=" + std::to_string(planted.step) +
+         " index=" + std::to_string(planted.index);
 }
 
 const char* PlantName(Plant plant) {
@@ -217,6 +236,21 @@ const char* PlantName(Plant plant) {
 
 StatusOr<SyntheticSummary> WriteSyntheticRun(const std::string& dir,
                                              const SyntheticOptions& options) {
+  RETURN_IF_ERROR(WriteSyntheticRunMeta(dir, options));
+  return WriteSyntheticRank(dir, options);
+}
+
+Status WriteSyntheticRunMeta(const std::string& dir, const SyntheticOptions& options) {
+  RETURN_IF_ERROR(MakeDirectories(dir));
+  return WriteFileAtomically(dir + "/meta.json", RunDirMetaJson(options));
+}
+
+StatusOr<SyntheticSummary> WriteSyntheticRank(const std::string& dir,
+                                              const SyntheticOptions& options) {
+  if (options.world_size == 0 || options.rank >= options.world_size) {
+    return InvalidArgument("synthetic run: rank " + std::to_string(options.rank) +
+                           " is outside world size " + std::to_string(options.world_size));
+  }
   if (options.ops == 0 || options.steps == 0 || options.steps > options.ops) {
     return InvalidArgument("synthetic run: need 1 <= steps <= ops (got " +
                            std::to_string(options.steps) + " steps, " +
@@ -227,9 +261,9 @@ StatusOr<SyntheticSummary> WriteSyntheticRun(const std::string& dir,
                            ": the run has only " + std::to_string(options.ops) + " ops");
   }
   RETURN_IF_ERROR(MakeDirectories(dir));
-  RETURN_IF_ERROR(WriteFileAtomically(dir + "/meta.json", RunDirMetaJson(options)));
   ASSIGN_OR_RETURN(std::unique_ptr<TraceWriter> writer,
-                   TraceWriter::Create(dir + "/rank0.ugt", RunMetaJson(options)));
+                   TraceWriter::Create(dir + "/rank" + std::to_string(options.rank) + ".ugt",
+                                       RunMetaJson(options)));
   TraceWriter* w = writer.get();
   if (options.shift_ids) w->Intern("synthetic: string ids shifted by one");
   ProgramBuilder builder([w](std::string_view s) { return w->Intern(s); });
@@ -250,7 +284,8 @@ StatusOr<SyntheticSummary> WriteSyntheticRun(const std::string& dir,
   bool plant_pending = options.plant != Plant::kNone;
   uint64_t seq = 0;  // ops of the unchanged run before this one
   for (uint32_t step = 0; step < options.steps; ++step) {
-    executor.SetValue(program.batch_slot, Mix(Digest128{options.seed, 0xba7c4}, step));
+    executor.SetValue(program.batch_slot,
+                      Mix(Digest128{options.seed, 0xba7c4 + uint64_t{options.rank}}, step));
     const uint64_t step_ops = base_step_ops + (step < longer_steps ? 1 : 0);
     uint64_t index = 0;  // in this step of the written run
     bool group_start = true;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "base/file.h"
 #include "trace/reader.h"
@@ -104,6 +105,32 @@ TEST(SyntheticTraceTest, PlantsLandAtOrAfterTheOpAsked) {
       EXPECT_FALSE(planted.op.empty());
     }
   }
+}
+
+TEST(SyntheticTraceTest, RanksShareTheProgramNotTheBatches) {
+  SyntheticOptions options = Small();
+  options.world_size = 3;
+  ASSERT_TRUE(WriteSyntheticRunMeta(Dir("ranks"), options).ok());
+  for (uint32_t rank : {0u, 2u}) {
+    options.rank = rank;
+    ASSERT_TRUE(WriteSyntheticRank(Dir("ranks"), options).ok());
+  }
+  StatusOr<std::unique_ptr<TraceReader>> rank2 = TraceReader::Open(Dir("ranks") + "/rank2.ugt");
+  ASSERT_TRUE(rank2.ok());
+  const nlohmann::json meta = nlohmann::json::parse((*rank2)->meta_json());
+  EXPECT_EQ(meta["rank"], 2);
+  EXPECT_EQ(meta["world_size"], 3);
+  const nlohmann::json run = nlohmann::json::parse(*ReadFileToString(Dir("ranks") + "/meta.json"));
+  EXPECT_EQ(run["world_size"], 3);
+  EXPECT_EQ(run["ranks"], nlohmann::json({"rank0.ugt", "rank1.ugt", "rank2.ugt"}));
+  // The same program (same ops, same record sizes) on other data.
+  const std::string rank0 = Bytes(Dir("ranks"));
+  const std::string rank2_bytes = *ReadFileToString(Dir("ranks") + "/rank2.ugt");
+  EXPECT_EQ(Read(Dir("ranks")).ops, 5'000u);
+  EXPECT_EQ(rank0.size(), rank2_bytes.size());
+  EXPECT_NE(rank0, rank2_bytes);
+  options.rank = 3;
+  EXPECT_FALSE(WriteSyntheticRank(Dir("ranks"), options).ok());
 }
 
 }  // namespace
