@@ -1,9 +1,11 @@
 #include "diff/raw_compare.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
 #include "trace/format.h"
+#include "trace/record_codec.h"
 #include "trace/varint.h"
 
 namespace upguard {
@@ -273,14 +275,60 @@ bool RawComparer::Equal(std::string_view a, uint32_t ids_a, std::string_view b,
   return true;  // bytes after the outputs are for later format versions: ignored, as DecodeOp does
 }
 
+bool RawComparer::CollectiveEqual(const RawCollective& a, const RawCollective& b) const {
+  uint64_t op_seq = 0;
+  CollectiveInfo ca, cb;
+  RecordError error;
+  if (!DecodeCollective(a.payload, a_, a.strings_before, &op_seq, &ca, &error) ||
+      !DecodeCollective(b.payload, b_, b.strings_before, &op_seq, &cb, &error)) {
+    return false;
+  }
+  if (a_.Get(ca.group) != b_.Get(cb.group) || ca.ranks != cb.ranks ||
+      ca.group_rank != cb.group_rank || ca.group_size != cb.group_size || ca.seq != cb.seq ||
+      ca.completed != cb.completed || ca.outputs.size() != cb.outputs.size()) {
+    return false;
+  }
+  for (size_t arg_idx = 0; arg_idx < ca.outputs.size(); ++arg_idx) {
+    const ArgRecord& x = ca.outputs[arg_idx];
+    const ArgRecord& y = cb.outputs[arg_idx];
+    if (x.kind != y.kind || x.dtype != y.dtype || x.shape != y.shape) return false;
+    if (x.kind == ArgKind::kTensor && x.digest != y.digest) return false;
+    if (x.kind == ArgKind::kScalar && a_.Get(x.text) != b_.Get(y.text)) return false;
+  }
+  return true;
+}
+
+uint64_t RawComparer::CollectiveLimit(const TraceIndex& a, size_t step_a, const TraceIndex& b,
+                                      size_t step_b) const {
+  constexpr uint64_t kNone = std::numeric_limits<uint64_t>::max();
+  if (a.steps()[step_a].collectives == 0 && b.steps()[step_b].collectives == 0) return kNone;
+  std::vector<RawCollective> in_a = a.RawCollectives(step_a);
+  std::vector<RawCollective> in_b = b.RawCollectives(step_b);
+  auto by_op = [](const RawCollective& x, const RawCollective& y) {
+    return x.op_index < y.op_index;
+  };
+  std::sort(in_a.begin(), in_a.end(), by_op);
+  std::sort(in_b.begin(), in_b.end(), by_op);
+  for (size_t idx = 0; idx < std::min(in_a.size(), in_b.size()); ++idx) {
+    if (in_a[idx].op_index != in_b[idx].op_index) {
+      return std::min(in_a[idx].op_index, in_b[idx].op_index);
+    }
+    if (!CollectiveEqual(in_a[idx], in_b[idx])) return in_a[idx].op_index;
+  }
+  if (in_a.size() > in_b.size()) return in_a[in_b.size()].op_index;
+  if (in_b.size() > in_a.size()) return in_b[in_a.size()].op_index;
+  return kNone;
+}
+
 uint64_t RawComparer::EqualPrefix(const TraceIndex& a, size_t step_a, const TraceIndex& b,
                                   size_t step_b) {
   Sync();
+  const uint64_t limit = CollectiveLimit(a, step_a, b, step_b);
   TraceIndex::RawOps ops_a(a, step_a), ops_b(b, step_b);
   std::string_view payload_a, payload_b;
   uint32_t ids_a = 0, ids_b = 0;
   uint64_t equal = 0;
-  while (ops_a.Next(&payload_a, &ids_a) && ops_b.Next(&payload_b, &ids_b) &&
+  while (equal < limit && ops_a.Next(&payload_a, &ids_a) && ops_b.Next(&payload_b, &ids_b) &&
          Equal(payload_a, ids_a, payload_b, ids_b)) {
     ++equal;
   }

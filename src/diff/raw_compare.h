@@ -17,6 +17,12 @@
 // same strings in both tables) is equal without being parsed, like a step skipped by its digest.
 // Anything else, a malformed payload included, is "not equal": the caller decodes those ops,
 // which reports damage properly.
+//
+// A collective op's values are in its Collective record (trace.md §5.6), which the reader
+// attaches to the op, replacing its outputs once completed. So the prefix also stops at the first
+// op with a Collective record in only one step, or in both with records that differ in what the
+// walk could see: group, members, number, completion or outputs (the timing field
+// ops_before_completion, argument names and statistics aside).
 #pragma once
 
 #include <cstdint>
@@ -37,10 +43,16 @@ class RawComparer {
   uint64_t EqualPrefix(const TraceIndex& a, size_t step_a, const TraceIndex& b, size_t step_b);
   // One pair of Op payloads; `ids_a` / `ids_b`: the strings defined before each.
   bool Equal(std::string_view a, uint32_t ids_a, std::string_view b, uint32_t ids_b) const;
+  // One pair of Collective payloads, decoded (they are few).
+  bool CollectiveEqual(const RawCollective& a, const RawCollective& b) const;
   // Takes in strings added to the tables since the last call.
   void Sync();
 
  private:
+  // The first op index at which the two steps' Collective records stop the prefix.
+  uint64_t CollectiveLimit(const TraceIndex& a, size_t step_a, const TraceIndex& b,
+                           size_t step_b) const;
+
   const StringTable& a_;
   const StringTable& b_;
   size_t seen_a_ = 0;

@@ -10,6 +10,7 @@
 
 #include "diff/compare.h"
 #include "trace/record_codec.h"
+#include "trace/trace_test_util.h"
 
 namespace upguard {
 namespace {
@@ -210,6 +211,63 @@ TEST(RawComparerTest, FollowsTablesThatGrow) {
   ASSERT_TRUE(EncodeOp(op_a, 0, a, &pa).ok());
   ASSERT_TRUE(EncodeOp(op_b, 0, b, &pb).ok());
   EXPECT_TRUE(comparer.Equal(pa, 3, pb, 2));
+}
+
+// A step of four ops whose second is a collective, its record after the third; `module` shifts
+// every later string id, `collective` and `outputs` are the record's line and its "out" lines.
+std::string CollectiveStep(const std::string& module, const std::string& collective,
+                           const std::string& outputs) {
+  return "op name=aten::mul" + module +
+         "\n  out tensor float32[4] digest=@g\n"
+         "op name=c10d::allreduce_\n  in t tensor float32[4] digest=@g\n  out alias float32[4]\n"
+         "op name=aten::add\n  in x scalar 1\n" +
+         collective + "\n" + outputs +
+         "op name=aten::relu\n  in x tensor float32[4] digest=@g\nstepend 0\n";
+}
+
+std::unique_ptr<TraceIndex> IndexOf(const std::string& text, const std::string& name) {
+  const std::string path = testing::TempTracePath(name);
+  const Status status = WriteTraceFromText(text, name, path);
+  EXPECT_TRUE(status.ok()) << status.ToString();
+  StatusOr<std::unique_ptr<TraceIndex>> index = TraceIndex::Open(path);
+  EXPECT_TRUE(index.ok() && (*index)->IndexAll().ok());
+  return std::move(*index);
+}
+
+// A collective's values are in its Collective record, not its Op record: the equal prefix stops
+// at the first op whose records differ in what the walk sees, or that has one in one step only.
+TEST(RawComparerTest, StopsAtTheFirstOpWhoseCollectivesDiffer) {
+  const std::string line = "collective op=1 group=dp ranks=[0,1] group_size=2 seq=5";
+  const std::string sum = "  out tensor float32[4] digest=@sum stats=min:1\n";
+  const std::unique_ptr<TraceIndex> a = IndexOf(CollectiveStep("", line, sum), "a.ugt");
+  const struct {
+    std::string b;
+    uint64_t equal;
+  } cases[] = {
+      {CollectiveStep("", line, sum), 4},
+      // Timing, argument names, statistics and string ids are not compared.
+      {CollectiveStep(" module=m", line + " ops_before_completion=3",
+                      "  out o tensor float32[4] digest=@sum\n"),
+       4},
+      {CollectiveStep("", line, "  out tensor float32[4] digest=@other\n"), 1},
+      {CollectiveStep("", line, "  out tensor float64[4] digest=@sum\n"), 1},
+      {CollectiveStep("", line, sum + sum), 1},
+      {CollectiveStep("", line + " completed=0", ""), 1},
+      {CollectiveStep("", "collective op=1 group=tp ranks=[0,1] group_size=2 seq=5", sum), 1},
+      {CollectiveStep("", "collective op=1 group=dp ranks=[1,0] group_size=2 seq=5", sum), 1},
+      {CollectiveStep("", "collective op=1 group=dp ranks=[0,1] group_size=2 seq=6", sum), 1},
+      {CollectiveStep("", "", ""), 1},                           // none in B
+      {CollectiveStep("", line, sum + "collective op=2\n"), 2},  // one more in B
+      {CollectiveStep("", "collective op=0\n" + line, sum), 0},  // B's first op has one
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.b);
+    const std::unique_ptr<TraceIndex> b = IndexOf(c.b, "b.ugt");
+    RawComparer comparer(a->strings(), b->strings());
+    EXPECT_EQ(comparer.EqualPrefix(*a, 0, *b, 0), c.equal);
+    RawComparer reversed(b->strings(), a->strings());
+    EXPECT_EQ(reversed.EqualPrefix(*b, 0, *a, 0), c.equal);
+  }
 }
 
 }  // namespace
