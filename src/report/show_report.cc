@@ -27,6 +27,20 @@ std::string OutputDigests(const OpRecord& op) {
   return OrDash(text);
 }
 
+// "group 0 [0,1,2] #3 completed +5 ops" (trace.md §5.6); "" for an op that is no collective.
+std::string CollectiveBrief(const OpRecord& op, const StringTable& strings) {
+  if (op.collective == nullptr) return "";
+  const CollectiveInfo& info = *op.collective;
+  std::string members;
+  for (int32_t rank : info.ranks) members += (members.empty() ? "" : ",") + std::to_string(rank);
+  if (info.ranks.empty()) {
+    members = "rank " + std::to_string(info.group_rank) + " of " + std::to_string(info.group_size);
+  }
+  return "  group " + OrDash(strings.Get(info.group)) + " [" + members + "] #" +
+         std::to_string(info.seq) + (info.completed ? " completed" : " not completed") + " +" +
+         std::to_string(info.ops_before_completion) + " ops";
+}
+
 bool Shown(const StepInfo& step, const ShowOptions& options) {
   return !options.step || *options.step == step.step;
 }
@@ -67,7 +81,7 @@ StatusOr<std::string> RenderShowText(const Run& run, const ShowOptions& options)
           << Fit(ArgsBrief(op.inputs, trace->strings()) + " -> " +
                      ArgsBrief(op.outputs, trace->strings()),
                  56)
-          << OutputDigests(op) << "\n";
+          << OutputDigests(op) << CollectiveBrief(op, trace->strings()) << "\n";
     }
   }
   if (!any && options.step) out << "\nno step " << *options.step << " in this trace\n";
@@ -102,16 +116,27 @@ StatusOr<nlohmann::json> ShowToJson(const Run& run, const ShowOptions& options) 
           }
           return items;
         };
-        ops.push_back({{"index", op_idx},
-                       {"seq", op.seq},
-                       {"op", trace->Str(op.op)},
-                       {"phase", PhaseName(op.phase)},
-                       {"depth", op.depth},
-                       {"module", trace->Str(op.module)},
-                       {"call_site", trace->Str(op.call_site)},
-                       {"autograd_node", trace->Str(op.node)},
-                       {"inputs", args(op.inputs)},
-                       {"outputs", args(op.outputs)}});
+        json item = {{"index", op_idx},
+                     {"seq", op.seq},
+                     {"op", trace->Str(op.op)},
+                     {"phase", PhaseName(op.phase)},
+                     {"depth", op.depth},
+                     {"module", trace->Str(op.module)},
+                     {"call_site", trace->Str(op.call_site)},
+                     {"autograd_node", trace->Str(op.node)},
+                     {"inputs", args(op.inputs)},
+                     {"outputs", args(op.outputs)}};
+        if (op.collective != nullptr) {
+          const CollectiveInfo& info = *op.collective;
+          item["collective"] = {{"group", trace->Str(info.group)},
+                                {"ranks", info.ranks},
+                                {"group_rank", info.group_rank},
+                                {"group_size", info.group_size},
+                                {"seq", info.seq},
+                                {"completed", info.completed},
+                                {"ops_before_completion", info.ops_before_completion}};
+        }
+        ops.push_back(std::move(item));
       }
       steps.push_back({{"step", step.step},
                        {"digest", step.end ? json(step.end->digest.Hex()) : json(nullptr)},

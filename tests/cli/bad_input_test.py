@@ -43,6 +43,23 @@ stepend 0
 end
 """
 
+# A collective whose record (trace.md §5.6) completes after the next op, and one that did not.
+COLLECTIVES = """meta {"rank":0,"world_size":2}
+op step=0 phase=backward name=c10d::allreduce_
+  in tensors tensor float32[4] digest=@g
+  out alias float32[4]
+op step=0 phase=backward name=aten::mul
+  in self tensor float32[4] digest=@x
+  out tensor float32[4] digest=@y
+collective op=0 group=0 ranks=[0,1] group_rank=0 group_size=2 seq=0 ops_before_completion=1
+  out tensor float32[4] digest=@sum stats=min:1,max:2,finite:4
+op step=0 phase=backward name=c10d::broadcast_
+  out alias float32[2]
+collective group=0 seq=1 completed=0
+stepend 0
+end
+"""
+
 
 def run(args, cwd):
     result = subprocess.run([UPGUARD] + args, cwd=cwd, capture_output=True, text=True,
@@ -196,6 +213,25 @@ def main():
             with open(cut_path, "wb") as f:
                 f.write(bytes(flipped))
             check(f"flip at {pos}", ["diff", "good", "cut", "--allow-damaged"], tmp, code=None)
+
+        # The same for a trace with Collective records.
+        collectives = write_run(os.path.join(tmp, "collectives"), COLLECTIVES)
+        with open(collectives, "rb") as f:
+            data = f.read()
+        for size in range(0, len(data)):
+            with open(cut_path, "wb") as f:
+                f.write(data[:size])
+            check(f"collectives cut at {size}", ["show", "cut", "--allow-damaged", "--json"], tmp,
+                  code=None)
+            check(f"collectives diff cut at {size}",
+                  ["diff", "collectives", "cut", "--allow-damaged"], tmp, code=None)
+        for pos in range(0, len(data), 5):
+            flipped = bytearray(data)
+            flipped[pos] ^= 0xFF
+            with open(cut_path, "wb") as f:
+                f.write(bytes(flipped))
+            check(f"collectives flip at {pos}", ["diff", "collectives", "cut", "--allow-damaged"],
+                  tmp, code=None)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
