@@ -146,6 +146,8 @@ class Recorder {
   // from the backend's worker thread. An event for an op of an earlier step is dropped (the
   // caller writes uncompleted collectives before MarkStep).
   void RecordCollective(const CollectiveEvent& event, std::vector<ArgRecord> outputs);
+  // Collective events dropped because their op's step had ended (or the op was not written).
+  uint64_t collectives_dropped() const;
   // Ops recorded so far in the current step: the index the next op to end will get.
   uint64_t ops_in_step() const;
 

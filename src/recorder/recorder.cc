@@ -183,18 +183,46 @@ class Recorder::Impl {
     record.module = Intern(op.module);
     record.call_site = Intern(op.call_site);
     record.node = Intern(op.node);
+    const uint64_t seq = writer_->ops_written();  // what WriteOp assigns
     Status status = writer_->WriteOp(record);
     if (!status.ok()) {
       FailLocked(status);
       return RecordedOp{};
     }
     const uint64_t index = ops_in_step_.fetch_add(1, std::memory_order_relaxed);
-    RecordedOp recorded{true, record.step, index, false};
+    RecordedOp recorded{true, record.step, index, seq, false};
     if (checker_ != nullptr) {
       std::optional<OnlineDivergence> divergence = checker_->Check(record, index, op.op);
       if (divergence) recorded.diverged = NoteDivergenceLocked(*divergence, op);
     }
     return recorded;
+  }
+
+  // `outputs` were digested by DigestArgs, names included. The op must be of the current step:
+  // once MarkStep ended its step, the StepEnd is written and the record could not follow it.
+  void RecordCollective(const CollectiveEvent& event, std::vector<ArgRecord> outputs) {
+    CollectiveInfo info;
+    info.ranks = event.ranks;
+    info.group_rank = event.group_rank;
+    info.group_size = event.group_size;
+    info.seq = event.seq;
+    info.completed = event.completed;
+    info.ops_before_completion = event.ops_before_completion;
+    info.outputs = std::move(outputs);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!writer_ || !enabled_.load()) return;
+    if (!event.op.written || event.op.step != step_.load()) {
+      ++collectives_dropped_;
+      return;
+    }
+    info.group = Intern(event.group);
+    const Status status = writer_->WriteCollective(event.op.seq, info);
+    if (!status.ok()) FailLocked(status);
+  }
+
+  uint64_t collectives_dropped() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return collectives_dropped_;
   }
 
   // Requires mu_. Writes online.json (rank-suffixed beyond rank 0) for `upguard record`.
@@ -297,6 +325,7 @@ class Recorder::Impl {
   std::atomic<int64_t> step_{0};
   std::atomic<uint64_t> ops_in_step_{0};  // written under mu_
   uint64_t ops_total_ = 0;                // guarded by mu_
+  uint64_t collectives_dropped_ = 0;      // guarded by mu_: events after their step ended
   Status first_error_;                    // guarded by mu_
 };
 
@@ -329,6 +358,10 @@ RecordedOp Recorder::Record(const OpEvent& op, std::vector<ArgRecord> inputs,
 RecordedOp Recorder::Record(const OpEvent& op) {
   return impl_->Record(op, impl_->DigestArgs(op.inputs), impl_->DigestArgs(op.outputs));
 }
+void Recorder::RecordCollective(const CollectiveEvent& event, std::vector<ArgRecord> outputs) {
+  impl_->RecordCollective(event, std::move(outputs));
+}
+uint64_t Recorder::collectives_dropped() const { return impl_->collectives_dropped(); }
 uint64_t Recorder::ops_in_step() const { return impl_->ops_in_step(); }
 void Recorder::MarkStep() { impl_->MarkStep(); }
 Status Recorder::UpdateEngineMeta(std::string_view engine_meta_json) {

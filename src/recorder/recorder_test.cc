@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "base/file.h"
 #include "trace/reader.h"
@@ -106,6 +107,73 @@ TEST(RecorderTest, FiltersByStepDepthAndOpName) {
   recorder->MarkStep();
   EXPECT_FALSE(recorder->Wants("aten::mm", 0));
   EXPECT_TRUE(recorder->Close().ok());
+}
+
+// A collective as the PyTorch adapter records one: its op at call return (outputs as aliases),
+// the completion later from a worker thread, with the outputs digested then.
+TEST(RecorderTest, RecordsCollectivesFromAnotherThreadAndDropsLateOnes) {
+  RecorderOptions options;
+  options.run_dir = FreshDir("collectives");
+  options.rank = 1;
+  options.world_size = 2;
+  auto recorder = std::move(*Recorder::Open(options));
+  float grad[4] = {1, 2, 3, 4};
+  int64_t sizes[] = {4}, strides[] = {1};
+  const TensorView view{DType::kFloat32, sizes, strides, 1, grad};
+  OpEvent allreduce;
+  allreduce.op = "c10d::allreduce_";
+  allreduce.phase = Phase::kBackward;
+  allreduce.inputs = {Arg::Tensor("tensors", view)};
+  allreduce.outputs = {Arg::Shaped(ArgKind::kAlias, "", view)};
+  OpEvent other;
+  other.op = "aten::mul";
+  other.inputs = {Arg::Tensor("self", view)};
+  const RecordedOp first = recorder->Record(other);
+  const RecordedOp at = recorder->Record(allreduce);
+  EXPECT_EQ(first.seq, 0u);
+  EXPECT_EQ(at.seq, 1u);
+  EXPECT_EQ(recorder->Record(other).seq, 2u);
+  for (float& value : grad) value *= 2;  // the reduction, done
+  CollectiveEvent done{at, "0", {0, 1}, 1, 2, 7, true, 1};
+  std::thread worker([&] {
+    recorder->RecordCollective(done, recorder->DigestArgs({Arg::Tensor("tensors", view)}));
+  });
+  worker.join();
+  const RecordedOp pending_op = recorder->Record(allreduce);
+  EXPECT_EQ(pending_op.seq, 3u);
+  recorder->RecordCollective(CollectiveEvent{pending_op, "0", {}, 1, 2, 8, false, 0}, {});
+  recorder->MarkStep();
+  const RecordedOp next = recorder->Record(other);
+  EXPECT_EQ(next.seq, 4u);
+  EXPECT_EQ(next.index, 0u);
+  recorder->RecordCollective(done, {});  // its step ended: dropped, not an error
+  EXPECT_EQ(recorder->collectives_dropped(), 1u);
+  ASSERT_TRUE(recorder->Close().ok());
+
+  std::unique_ptr<TraceReader> reader;
+  std::vector<TraceRecord> records = ReadAll(options.run_dir + "/rank1.ugt", &reader);
+  ASSERT_FALSE(reader->damage().has_value()) << reader->damage()->message;
+  std::vector<CollectiveRecord> collectives;
+  for (const TraceRecord& record : records) {
+    if (record.type == RecordType::kCollective) collectives.push_back(record.collective);
+  }
+  ASSERT_EQ(collectives.size(), 2u);
+  EXPECT_EQ(collectives[0].op_seq, 1u);
+  const CollectiveInfo& info = *collectives[0].info;
+  EXPECT_EQ(reader->strings().Get(info.group), "0");
+  EXPECT_EQ(info.ranks, (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(info.group_rank, 1u);
+  EXPECT_EQ(info.group_size, 2u);
+  EXPECT_EQ(info.seq, 7u);
+  EXPECT_TRUE(info.completed);
+  EXPECT_EQ(info.ops_before_completion, 1u);
+  ASSERT_EQ(info.outputs.size(), 1u);
+  EXPECT_EQ(reader->strings().Get(info.outputs[0].name), "tensors");
+  EXPECT_NE(info.outputs[0].digest, records[1].op.inputs[0].digest);  // the doubled values
+  EXPECT_DOUBLE_EQ(info.outputs[0].stats.max, 8.0);
+  EXPECT_EQ(collectives[1].op_seq, 3u);
+  EXPECT_FALSE(collectives[1].info->completed);
+  EXPECT_TRUE(collectives[1].info->outputs.empty());
 }
 
 TEST(RecorderTest, BadOptionsAreClearErrors) {
