@@ -1,12 +1,16 @@
 #include "diff/diff.h"
 
 #include <algorithm>
+#include <memory>
+#include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "diff/align_ops.h"
 #include "diff/align_summary.h"
 #include "diff/allowed_divergence.h"
 #include "diff/compare.h"
+#include "diff/rank_pool.h"
 #include "diff/raw_compare.h"
 #include "trace/trace_index.h"
 
@@ -428,6 +432,32 @@ bool SharesNoOps(const RankDiff& diff, const RankTrace& ta, const RankTrace& tb)
          (s.only_a_count == StepOpCount(ta, s.step) && s.only_b_count == StepOpCount(tb, s.step));
 }
 
+// One rank of two runs, with the checks that make two runs incomparable.
+StatusOr<RankDiff> DiffRankOfRuns(const Run& a, const Run& b, size_t rank_idx,
+                                  const DiffOptions& options) {
+  const RankTrace& ta = a.ranks[rank_idx];
+  const RankTrace& tb = b.ranks[rank_idx];
+  RankDiff diff;
+  while (true) {  // again after each cut: every cut shortens a trace, so this ends
+    const uint64_t cuts = ta.cuts() + tb.cuts();
+    ASSIGN_OR_RETURN(diff, DiffRank(ta, tb, options));
+    if (ta.cuts() + tb.cuts() == cuts) break;
+  }
+  if (diff.steps_compared == 0) {
+    return FailedPrecondition("rank " + std::to_string(rank_idx) + ": " + a.dir + " and " + b.dir +
+                              " recorded no step in common; record overlapping steps "
+                              "(upguard record --steps A:B)");
+  }
+  if (SharesNoOps(diff, ta, tb)) {
+    return FailedPrecondition("the runs appear to record different programs (" + a.dir + ": " +
+                              ScriptOf(a) + ", " + b.dir + ": " + ScriptOf(b) +
+                              "): their first step compared has no op in common; compare two "
+                              "runs of the same training script (inspect each with `upguard "
+                              "show`)");
+  }
+  return diff;
+}
+
 }  // namespace
 
 std::string_view VerdictName(Verdict verdict) {
@@ -457,28 +487,13 @@ StatusOr<DiffResult> DiffRuns(const Run& a, const Run& b, const DiffOptions& opt
   }
   DiffResult result;
   if (options.tolerance) result.tolerance = options.tolerance->Summary();
-  for (size_t rank_idx = 0; rank_idx < a.ranks.size(); ++rank_idx) {
-    const RankTrace& ta = a.ranks[rank_idx];
-    const RankTrace& tb = b.ranks[rank_idx];
-    RankDiff diff;
-    while (true) {  // again after each cut: every cut shortens a trace, so this ends
-      const uint64_t cuts = ta.cuts() + tb.cuts();
-      ASSIGN_OR_RETURN(diff, DiffRank(ta, tb, options));
-      if (ta.cuts() + tb.cuts() == cuts) break;
-    }
-    if (diff.steps_compared == 0) {
-      return FailedPrecondition("rank " + std::to_string(rank_idx) + ": " + a.dir + " and " +
-                                b.dir +
-                                " recorded no step in common; record overlapping steps "
-                                "(upguard record --steps A:B)");
-    }
-    if (SharesNoOps(diff, a.ranks[rank_idx], b.ranks[rank_idx])) {
-      return FailedPrecondition("the runs appear to record different programs (" + a.dir + ": " +
-                                ScriptOf(a) + ", " + b.dir + ": " + ScriptOf(b) +
-                                "): their first step compared has no op in common; compare two "
-                                "runs of the same training script (inspect each with `upguard "
-                                "show`)");
-    }
+  // Each rank reads only its own two traces (and the shared, read-only runs and options).
+  std::vector<RankDiff> diffs(a.ranks.size());
+  RETURN_IF_ERROR(RunRanks(diffs.size(), options.jobs, [&](size_t rank_idx) -> Status {
+    ASSIGN_OR_RETURN(diffs[rank_idx], DiffRankOfRuns(a, b, rank_idx, options));
+    return Status::Ok();
+  }));
+  for (RankDiff& diff : diffs) {
     if (result.verdict == Verdict::kIdentical) result.verdict = diff.verdict;
     result.ranks.push_back(std::move(diff));
   }

@@ -203,6 +203,10 @@ struct DiffOptions {
   AlignOptions align;  // for steps whose op streams differ
   // Tolerances and nondeterministic ops (a policy, see tolerance_judge.h); null: bitwise.
   std::shared_ptr<const ToleranceJudge> tolerance;
+  // Ranks diffed at once, each on its own thread (rank_pool.h); 0: the hardware's concurrency.
+  // The result does not depend on it. Memory grows with it: each rank being diffed maps a few
+  // MiB of its traces and decodes the steps it walks.
+  int jobs = 0;
 };
 
 struct DiffResult {
@@ -215,8 +219,11 @@ struct DiffResult {
   std::string tolerance;  // ToleranceJudge::Summary() when a tolerance was given
 };
 
-// Fails for runs that cannot be compared (world sizes, no common step, different programs) and
-// for damage found in an op payload when the runs were loaded without allow_damaged.
+// Ranks are diffed on DiffOptions::jobs threads; the result (ranks in rank order, the verdict of
+// the lowest divergent rank) and the error (the lowest failing rank's) are those of diffing the
+// ranks one after another. Fails for runs that cannot be compared (world sizes, no common step,
+// different programs) and for damage found in an op payload when the runs were loaded without
+// allow_damaged.
 StatusOr<DiffResult> DiffRuns(const Run& a, const Run& b, const DiffOptions& options);
 
 }  // namespace upguard
