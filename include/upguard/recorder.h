@@ -161,8 +161,9 @@ class Recorder {
   Status UpdateEngineMeta(std::string_view engine_meta_json);
 
   // Ends the last step if it recorded ops, closes the trace, writes meta.json (rank 0).
-  // Returns the first error the recorder met, if any.
-  Status Close();
+  // Returns the first error the recorder met, if any. `end_last_step` false: the program died
+  // inside the step (an uncaught exception); it gets no StepEnd record (trace.md §5.5).
+  Status Close(bool end_last_step = true);
 
   uint64_t ops_recorded() const;
   // With RecorderOptions::against: the first divergence as written to online.json, or "".

@@ -49,7 +49,8 @@ inline constexpr int kExitAfterCapture = 0;
 Status Start(const AdapterOptions& options);
 // `final_engine_meta_json` ("" = none): engine facts read again at the end (thread counts the
 // program set after recording started), merged into meta.json.
-Status Stop(const std::string& final_engine_meta_json = "");
+// `died`: the program is ending by an uncaught exception; its last step is left unended.
+Status Stop(const std::string& final_engine_meta_json = "", bool died = false);
 bool Active();
 
 // An explicit step boundary. After the first call, Optimizer.step no longer ends steps.

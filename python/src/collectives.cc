@@ -31,6 +31,7 @@ struct CollectiveCall {
   bool completed = false;  // its scope ended
   bool returned = false;   // the op returned
   bool done = false;       // its Collective record was written, or will never be
+  bool failed = false;     // it completed with an error (a peer died): nothing delivered
   Recorder* recorder = nullptr;
   RecordedOp recorded;
   uint64_t ops_at_completion = 0;  // the recorder's ops_in_step() at completion
@@ -117,11 +118,17 @@ bool FutureDone(const CollectiveCall& call) {
 // that finds the work done does it.
 void Complete(const std::shared_ptr<CollectiveCall>& call, Recorder* current) {
   bool wanted = false;
+  // A work that succeeded completed its future before its scope ended (gloo sets the future
+  // first, NCCL ends the scope from the future's callback); one that failed did not, or holds
+  // the error. (The Work itself cannot be asked: its scope ends under the Work's own lock.)
+  const bool failed =
+      call->future.defined() && (!call->future->completed() || call->future->hasError());
   {
     std::lock_guard<std::mutex> lock(g_mu);
     if (call->completed) return;
     MarkCompletedLocked(*call);
-    wanted = !call->done;
+    call->failed = failed;
+    wanted = !call->done && !failed;
   }
   // The work wrote its tensors behind their version counters: forget their cached digests.
   ForEachTensor(call->written, [](const at::Tensor& t) { Digests().Invalidate(t); });
@@ -138,7 +145,7 @@ void Complete(const std::shared_ptr<CollectiveCall>& call, Recorder* current) {
     // Not returned yet: CollectiveReturned writes it, as completed before the return.
     if (call->returned) {
       call->ops_at_completion = call->recorder->ops_in_step();
-      WriteLocked(*call, true);
+      WriteLocked(*call, !call->failed);
     }
   }
   DropDoneLocked();
@@ -211,8 +218,12 @@ void CollectiveReturned(const std::shared_ptr<CollectiveCall>& call, Recorder* r
   if (!recorded.written) {
     call->done = true;
   } else if (call->completed && !call->done) {
-    call->ops_at_completion = 0;  // completed before the call returned
-    WriteLocked(*call, true);
+    // Completed before the call returned, before its future was known: judged by it now.
+    if (call->future.defined()) {
+      call->failed = call->failed || !call->future->completed() || call->future->hasError();
+    }
+    call->ops_at_completion = 0;
+    WriteLocked(*call, !call->failed);
   }
   DropDoneLocked();
 }

@@ -149,10 +149,10 @@ PYBIND11_MODULE(_C, m) {
         py::arg("continue_after_divergence") = false);
   m.def(
       "stop",
-      [](const std::string& final_engine_meta_json) {
-        adapter::ThrowIfError(adapter::Stop(final_engine_meta_json));
+      [](const std::string& final_engine_meta_json, bool died) {
+        adapter::ThrowIfError(adapter::Stop(final_engine_meta_json, died));
       },
-      py::arg("final_engine_meta_json") = "");
+      py::arg("final_engine_meta_json") = "", py::arg("died") = false);
   m.def("is_recording", &adapter::Active);
   m.def("step", &adapter::MarkStep);
   m.def("current_step", &adapter::CurrentStep);

@@ -481,7 +481,7 @@ Status Start(const AdapterOptions& options) {
   return Status::Ok();
 }
 
-Status Stop(const std::string& final_engine_meta_json) {
+Status Stop(const std::string& final_engine_meta_json, bool died) {
   std::lock_guard<std::mutex> lock(g_lifecycle_mu);
   for (at::CallbackHandle handle : g_handles) at::removeCallback(handle);
   g_handles.clear();
@@ -491,7 +491,7 @@ Status Stop(const std::string& final_engine_meta_json) {
   if (!final_engine_meta_json.empty()) {
     RETURN_IF_ERROR(g_recorders.back()->UpdateEngineMeta(final_engine_meta_json));
   }
-  return g_recorders.back()->Close();
+  return g_recorders.back()->Close(/*end_last_step=*/!died);
 }
 
 bool Active() { return g_recorder.load() != nullptr; }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from typing import Optional, Sequence, Union
 
 import torch
@@ -15,6 +16,19 @@ _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 _UPGUARD_DIR = os.path.dirname(os.path.abspath(__file__))
 
 _active: Optional["Recording"] = None
+_died_of_exception = False
+
+
+def _note_uncaught(previous):  # type: ignore[no-untyped-def]
+    """sys.excepthook runs before atexit when an exception ends the program."""
+    def hook(kind, value, traceback):  # type: ignore[no-untyped-def]
+        global _died_of_exception
+        _died_of_exception = True
+        previous(kind, value, traceback)
+    return hook
+
+
+sys.excepthook = _note_uncaught(sys.excepthook)
 
 
 class Recording:
@@ -57,7 +71,9 @@ class Recording:
         self._running = False
         _active = None
         self._scopes.remove()
-        _C.stop(engine_meta_json())  # thread counts etc. as they are now, for the setup check
+        # Thread counts etc. as they are now, for the setup check. A program ending by an
+        # uncaught exception died inside its step: that step is left without its end.
+        _C.stop(engine_meta_json(), died=_died_of_exception)
 
     @property
     def trace_path(self) -> str:

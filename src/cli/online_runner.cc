@@ -93,6 +93,12 @@ StatusOr<int> ReportOnline(const RecordRequest& request, const RecordOutcome& ou
   ApplySetupChecks(reference, candidate, &result);
   std::printf("  the full report: upguard diff %s %s\n", request.against.c_str(),
               request.run_dir.c_str());
+  if (reference.ranks.size() > 1) {
+    // The element-level explanation re-runs one process; the ranks' order and the path the
+    // difference took through collectives are in the full report.
+    std::fflush(stdout);
+    return kExitDiverged;
+  }
   for (const RankDiff& rank : result.ranks) {
     if (rank.rank != origin) continue;
     if (!rank.setup.empty()) {  // random state or data: nothing computed differently to show

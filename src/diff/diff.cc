@@ -81,6 +81,15 @@ OpOutcome CompareOp(const RankTrace& ta, const StepOps& sa, size_t ia, const Ran
   if (SameArgs(a, b)) return OpOutcome::kSame;  // the common case, without building the slots
   std::vector<ArgComparison> inputs = CompareArgs(a.inputs, b.inputs, true, ta);
   std::vector<ArgComparison> outputs = CompareArgs(a.outputs, b.outputs, false, ta);
+  // A collective that did not complete in one run (its peer died, or the step ended first)
+  // delivered nothing to compare: its outputs are not a difference.
+  if ((a.collective != nullptr && !a.collective->completed) ||
+      (b.collective != nullptr && !b.collective->completed)) {
+    for (ArgComparison& slot : outputs) {
+      slot.equal = true;
+      slot.compared = false;
+    }
+  }
   if (judge != nullptr) {
     JudgeSlots(*judge, ta.Str(a.op), ta.Str(a.module), &inputs);
     JudgeSlots(*judge, ta.Str(a.op), ta.Str(a.module), &outputs);
@@ -354,6 +363,33 @@ bool StepsIdentical(const StepInfo& sa, const StepInfo& sb) {
          sa.end->digest == sb.end->digest;
 }
 
+// A step cut short is compared with the other run's ops up to the same count: the ops the
+// other run went on to record are not structural differences, they are what the process
+// never reached. A step is cut short when it is its trace's last step, has no StepEnd record
+// and holds fewer ops than the other run's: the process was killed inside it, or the program
+// died of an exception there (e.g. in a collective whose peer had died) and upguard closed the
+// trace on the way out without ending the step (trace.md §5.5).
+void CutToCommonPrefix(const RankTrace& ta, bool a_last, std::shared_ptr<const StepOps>* a,
+                       const RankTrace& tb, bool b_last, std::shared_ptr<const StepOps>* b,
+                       std::vector<std::string>* notes) {
+  const size_t na = (*a)->ops.size();
+  const size_t nb = (*b)->ops.size();
+  const bool a_cut = !(*a)->end && a_last && na < nb;
+  const bool b_cut = !(*b)->end && b_last && nb < na;
+  if (a_cut == b_cut) return;
+  std::shared_ptr<const StepOps>& longer = a_cut ? *b : *a;
+  const size_t count = (a_cut ? *a : *b)->ops.size();
+  notes->push_back("step " + std::to_string((*a)->step) + " of " + (a_cut ? ta : tb).path +
+                   " stops after " + std::to_string(count) +
+                   " ops (the trace ends there); compared with the other run's first " +
+                   std::to_string(count));
+  if (longer->ops.size() <= count) return;
+  auto cut = std::make_shared<StepOps>();
+  cut->step = longer->step;
+  cut->ops.assign(longer->ops.begin(), longer->ops.begin() + count);
+  longer = std::move(cut);
+}
+
 // One attempt at a rank. When decoding finds damage in an op payload (--allow-damaged) the
 // trace is cut there and the attempt stops early: DiffRuns starts the rank over.
 StatusOr<RankDiff> DiffRank(const RankTrace& ta, const RankTrace& tb, const DiffOptions& options) {
@@ -398,6 +434,9 @@ StatusOr<RankDiff> DiffRank(const RankTrace& ta, const RankTrace& tb, const Diff
     ASSIGN_OR_RETURN(std::shared_ptr<const StepOps> ops_a, ta.Ops(ia));
     ASSIGN_OR_RETURN(std::shared_ptr<const StepOps> ops_b, tb.Ops(*ib));
     if (ta.cuts() + tb.cuts() != cuts) return diff;
+    ASSIGN_OR_RETURN(const bool a_goes_on, ta.HasStep(ia + 1));
+    ASSIGN_OR_RETURN(const bool b_goes_on, tb.HasStep(*ib + 1));
+    CutToCommonPrefix(ta, !a_goes_on, &ops_a, tb, !b_goes_on, &ops_b, &diff.notes);
     RETURN_IF_ERROR(WalkStep(ta, ops_a, tb, ops_b, equal, options, &keyer, &structure,
                              allowed ? &*allowed : nullptr, &diff));
     if (ta.cuts() + tb.cuts() != cuts) return diff;

@@ -273,10 +273,10 @@ class Recorder::Impl {
     if (!status.ok()) FailLocked(status);
   }
 
-  Status Close() {
+  Status Close(bool end_last_step) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!writer_) return first_error_;
-    if (ops_in_step_ > 0) EndStepLocked();
+    if (end_last_step && ops_in_step_ > 0) EndStepLocked();
     Status status = writer_->Close();
     if (!status.ok()) FailLocked(status);
     ops_total_ = writer_->ops_written();
@@ -330,7 +330,7 @@ class Recorder::Impl {
 };
 
 Recorder::Recorder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Recorder::~Recorder() { (void)impl_->Close(); }
+Recorder::~Recorder() { (void)impl_->Close(true); }
 
 StatusOr<std::unique_ptr<Recorder>> Recorder::Open(const RecorderOptions& options) {
   if (options.run_dir.empty()) return InvalidArgument("recorder: run_dir is empty; pass -o DIR");
@@ -369,7 +369,7 @@ Status Recorder::UpdateEngineMeta(std::string_view engine_meta_json) {
 }
 int64_t Recorder::step() const { return impl_->step(); }
 bool Recorder::enabled() const { return impl_->enabled(); }
-Status Recorder::Close() { return impl_->Close(); }
+Status Recorder::Close(bool end_last_step) { return impl_->Close(end_last_step); }
 uint64_t Recorder::ops_recorded() const { return impl_->ops_recorded(); }
 std::string Recorder::divergence_json() const { return impl_->divergence_json(); }
 std::string Recorder::trace_path() const { return impl_->trace_path(); }
