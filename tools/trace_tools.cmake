@@ -19,3 +19,8 @@ add_executable(upguard_gen_synthetic_trace ${CMAKE_CURRENT_SOURCE_DIR}/gen_synth
 target_link_libraries(upguard_gen_synthetic_trace PRIVATE upguard_synthetic_trace upguard_cli)
 target_compile_options(upguard_gen_synthetic_trace PRIVATE ${UPGUARD_WARNINGS})
 upguard_cc_test(SRCS synthetic_trace_test.cc DEPS upguard_synthetic_trace)
+
+# upguard_synth_run --ranks N --steps S --ops-per-step K --out DIR [--diverge-rank R ...]
+add_executable(upguard_synth_run ${CMAKE_CURRENT_SOURCE_DIR}/synth_run.cc)
+target_link_libraries(upguard_synth_run PRIVATE upguard_synthetic_trace upguard_diff upguard_cli)
+target_compile_options(upguard_synth_run PRIVATE ${UPGUARD_WARNINGS})
