@@ -48,6 +48,13 @@ options:
   --allow-nondeterministic GLOBS
                     comma-separated op-name globs of ops known to be nondeterministic: their
                     differences, and what follows from them, are listed, not the verdict
+  --jobs N          ranks diffed at once, one thread each (default: the CPU count); the
+                    result does not depend on it, memory grows with it
+
+Several ranks: each rank's first divergence is found, then they are ordered through the
+collectives that carried differences between ranks: the origin rank and op, the path
+(origin -> collective #k in group G -> receiving ranks), or a collective that computed
+differently from identical inputs. The verdict and --explain are the origin's.
 
 exit codes: 0 identical (within tolerance), 1 diverged, 2 error.
 
@@ -62,7 +69,8 @@ StatusOr<int> RunDiffCommand(int argc, char** argv) {
                        {"explain", 0, false},
                        {"tolerance", 0, true},
                        {"tolerance-policy", 0, true},
-                       {"allow-nondeterministic", 0, true}});
+                       {"allow-nondeterministic", 0, true},
+                       {"jobs", 0, true}});
   RETURN_IF_ERROR(flags.Parse(argc, argv, 2));
   if (flags.positionals().size() != 2) {
     return InvalidArgument("expects two run directories: upguard diff RUN_A RUN_B");
@@ -74,6 +82,12 @@ StatusOr<int> RunDiffCommand(int argc, char** argv) {
     }
   }
   DiffOptions options;
+  ASSIGN_OR_RETURN(const int64_t jobs, flags.GetInt("jobs", 0));
+  if (jobs < 0 || jobs > 4096) {
+    return InvalidArgument("--jobs " + std::to_string(jobs) +
+                           ": expects a count of threads from 1 to 4096 (0: the CPU count)");
+  }
+  options.jobs = static_cast<int>(jobs);
   std::optional<TolerancePolicy> policy;
   if (flags.Has("tolerance") || flags.Has("tolerance-policy") ||
       flags.Has("allow-nondeterministic")) {
@@ -95,6 +109,16 @@ StatusOr<int> RunDiffCommand(int argc, char** argv) {
   if (result.ranks.size() > 1) {
     ASSIGN_OR_RETURN(order, OrderRanks(a, b, result));
     if (order->first) result.verdict = result.ranks[*order->first].verdict;
+    for (const RankOrder& rank : order->ranks) {
+      if (!rank.hop || rank.role == RankRole::kOrigin) continue;
+      const CollectiveHop& hop = order->hops[*rank.hop];
+      result.ranks[rank.rank].notes.push_back(
+          rank.role == RankRole::kReceiver
+              ? "this rank is a receiver: " + hop.Name() + " delivered it a difference from " +
+                    RanksText(hop.senders) + " (see the order across ranks above)"
+              : "the collective below is where this rank's difference starts (see the order "
+                "across ranks above)");
+    }
   }
   std::optional<ExplainedDivergence> explained;
   if (flags.Has("explain")) {

@@ -126,6 +126,14 @@ std::string_view RankRoleName(RankRole role) {
   return "unknown";
 }
 
+std::string RanksText(const std::vector<int>& ranks) {
+  std::string text = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t idx = 0; idx < ranks.size(); ++idx) {
+    text += (idx == 0 ? "" : ", ") + std::to_string(ranks[idx]);
+  }
+  return text;
+}
+
 std::string CollectiveHop::Name() const {
   std::string name = op + " #" + std::to_string(seq) + " in group " + group + " [";
   for (size_t idx = 0; idx < ranks.size(); ++idx) {

@@ -71,6 +71,9 @@ struct GlobalOrder {
   std::vector<std::string> notes;
 };
 
+// "rank 1" or "ranks 0, 2".
+std::string RanksText(const std::vector<int>& ranks);
+
 // Needs the ranks' first divergences (`result`). Reads only the steps holding them, from the
 // ranks' traces. Single-rank runs get a one-entry order.
 StatusOr<GlobalOrder> OrderRanks(const Run& a, const Run& b, const DiffResult& result);

@@ -58,18 +58,6 @@ std::string Describe(const FirstDivergence& first) {
   return text;
 }
 
-std::string RankList(const std::vector<int>& ranks) {
-  std::string text;
-  for (size_t idx = 0; idx < ranks.size(); ++idx) {
-    text += (idx == 0 ? "" : ", ") + std::to_string(ranks[idx]);
-  }
-  return text;
-}
-
-std::string Plural(const std::vector<int>& ranks) {
-  return (ranks.size() == 1 ? "rank " : "ranks ") + RankList(ranks);
-}
-
 }  // namespace
 
 std::string RenderGlobalOrderText(const GlobalOrder& order, const DiffResult& result, const Run& a,
@@ -91,24 +79,26 @@ std::string RenderGlobalOrderText(const GlobalOrder& order, const DiffResult& re
         << Describe(where) << "\n";
     if (order.origins.size() > 1) {
       std::vector<int> others(order.origins.begin() + 1, order.origins.end());
-      out << "          also diverged on their own: " << Plural(others) << "\n";
+      out << "          also diverged on their own: " << RanksText(others) << "\n";
     }
     for (const CollectiveHop& hop : order.hops) {
       if (std::find(hop.senders.begin(), hop.senders.end(), first) == hop.senders.end()) continue;
       out << "  path    rank " << first << " -> " << hop.Name() << " (step " << hop.step << ", "
-          << hop.phase << ") -> " << Plural(hop.receivers) << "\n";
+          << hop.phase << ") -> " << RanksText(hop.receivers) << "\n";
     }
   } else if (first_order.role == RankRole::kCollective && first_order.hop) {
     const CollectiveHop& hop = order.hops[*first_order.hop];
     out << "  COLLECTIVE  " << hop.Name() << " at step " << hop.step << " (" << hop.phase
-        << "): every member's inputs are identical, its outputs differ on " << Plural(hop.receivers)
-        << "\n";
+        << "): every member's inputs are identical, its outputs differ on "
+        << RanksText(hop.receivers) << "\n";
   } else {
     out << "  FIRST  rank " << first << ": " << VerdictName(first_diff.verdict) << " at "
         << Describe(where) << "\n";
   }
   for (const RankOrder& rank : order.ranks) {
-    out << "    rank " << rank.rank << "  " << Fit(std::string(RankRoleName(rank.role)), 10);
+    const std::string role(RankRoleName(rank.role));
+    out << "    rank " << rank.rank << "  " << role
+        << std::string(role.size() < 11 ? 11 - role.size() : 1, ' ');
     if (rank.role == RankRole::kIdentical) {
       out << "\n";
       continue;
@@ -116,8 +106,8 @@ std::string RenderGlobalOrderText(const GlobalOrder& order, const DiffResult& re
     if (rank.hop) {
       const CollectiveHop& hop = order.hops[*rank.hop];
       out << "via " << hop.Name() << ", step " << hop.step;
-      if (!hop.senders.empty()) out << ", from " << Plural(hop.senders);
-      if (!hop.missing.empty()) out << "; no record of it on " << Plural(hop.missing);
+      if (!hop.senders.empty()) out << ", from " << RanksText(hop.senders);
+      if (!hop.missing.empty()) out << "; no record of it on " << RanksText(hop.missing);
       out << "\n";
     } else {
       out << VerdictName(result.ranks[rank.rank].verdict) << " at "
