@@ -4,6 +4,7 @@
 #include <atomic>
 #include <deque>
 #include <mutex>
+#include <string>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 #include <unordered_map>
 
@@ -130,8 +131,12 @@ void Complete(const std::shared_ptr<CollectiveCall>& call, Recorder* current) {
     call->failed = failed;
     wanted = !call->done && !failed;
   }
-  // The work wrote its tensors behind their version counters: forget their cached digests.
-  ForEachTensor(call->written, [](const at::Tensor& t) { Digests().Invalidate(t); });
+  // The work wrote its tensors behind their version counters: forget their cached digests, and
+  // that they were uninitialized (a recv or scatter into torch.empty).
+  ForEachTensor(call->written, [](const at::Tensor& t) {
+    Digests().Invalidate(t);
+    Uninit().MarkWritten(t);
+  });
   std::vector<ArgRecord> outputs;
   if (wanted && current != nullptr && !call->written.isNone()) {
     ArgBatch batch;
@@ -228,6 +233,17 @@ void CollectiveReturned(const std::shared_ptr<CollectiveCall>& call, Recorder* r
   DropDoneLocked();
 }
 
+// "gloo:all_reduce" and "c10d::allreduce_" both become "allreduce".
+std::string Normalized(std::string_view name) {
+  const size_t colon = name.rfind(':');
+  if (colon != std::string_view::npos) name.remove_prefix(colon + 1);
+  std::string out;
+  for (char c : name) {
+    if (c != '_') out += c;
+  }
+  return out;
+}
+
 bool IsCollectiveScope(std::string_view name) {
   for (std::string_view backend : {"gloo:", "nccl:", "mpi:", "ucc:"}) {
     if (name.substr(0, backend.size()) == backend) return true;
@@ -243,12 +259,13 @@ std::unique_ptr<at::ObserverContext> CollectiveScopeEntered(const at::RecordFunc
     });
     if (first != nullptr) break;
   }
+  const std::string kind = Normalized(fn.name());
   std::lock_guard<std::mutex> lock(g_mu);
   for (const std::shared_ptr<CollectiveCall>& call : g_open) {
-    if (call->matched) continue;
-    const bool match = first == nullptr ? call->data.empty()
-                                        : std::find(call->data.begin(), call->data.end(), first) !=
-                                              call->data.end();
+    if (call->matched || Normalized(call->op) != kind) continue;
+    // The scope names the work's inputs (none for a barrier, or a scatter off its root).
+    const bool match = first == nullptr ||
+                       std::find(call->data.begin(), call->data.end(), first) != call->data.end();
     if (!match) continue;
     call->matched = true;
     auto ctx = std::make_unique<ScopeContext>();

@@ -11,12 +11,13 @@
 // carries a profiling title or a future reports completion the same way; a collective whose
 // completion is not seen by the end of its step is written as not completed.
 //
-// The call is matched to its scope by the first tensor the scope names (the work's inputs),
-// or, for a barrier, by order. Ops that run on a worker thread inside the scope are the
-// collective's own implementation (gloo's flatten and copies), not the training's: they are
-// not recorded. A tensor a collective is still writing is "in flight": an op that reads it
-// before the completion (a program that does not wait) is given it as opaque, since its bytes
-// then depend on timing.
+// The call is matched to its scope by kind ("gloo:all_reduce" to c10d::allreduce_) and by the
+// first tensor the scope names (the work's inputs); a scope that names none (a barrier, a
+// scatter off its root) takes the oldest call of its kind. Ops that run on a worker thread inside
+// the scope are the collective's own implementation (gloo's flatten and copies), not the
+// training's: they are not recorded. A tensor a collective is still writing is "in flight": an op
+// that reads it before the completion (a program that does not wait) is given it as opaque, since
+// its bytes then depend on timing.
 #pragma once
 
 #include <ATen/core/ivalue.h>

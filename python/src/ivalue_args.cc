@@ -133,9 +133,10 @@ Arg TensorArg(const at::Tensor& tensor, std::string_view name, ArgKind wanted, A
   view.ndim = static_cast<int>(tensor.dim());
   view.sizes = tensor.sizes().data();
   if (!IsReadable(tensor)) return Arg::Shaped(ArgKind::kOpaque, name, view);
-  if (wanted == ArgKind::kTensor && Uninit().IsUninit(tensor)) wanted = ArgKind::kUninit;
-  // A collective is still writing it: its bytes now depend on timing.
+  // A collective is still writing it: its bytes now depend on timing. (First: a collective
+  // found complete here marks what it wrote as written.)
   if (wanted == ArgKind::kTensor && InFlight(tensor)) wanted = ArgKind::kOpaque;
+  if (wanted == ArgKind::kTensor && Uninit().IsUninit(tensor)) wanted = ArgKind::kUninit;
   if (wanted != ArgKind::kTensor) return Arg::Shaped(wanted, name, view);
   Arg arg = Arg::Tensor(name, ViewOf(tensor));
   if (std::optional<TensorDigest> known = Digests().Find(tensor)) {

@@ -145,3 +145,58 @@ def test_online_every_rank_stops_together_and_names_the_origin(runs: Path, base3
     assert diffed["across_ranks"]["origins"] == [1]
     assert {r["rank"]: r["role"] for r in diffed["across_ranks"]["ranks"]} == {
         0: "receiver", 1: "origin", 2: "receiver"}
+
+
+COLLECTIVES = REPO / "examples" / "collectives.py"
+GROUP0 = ["c10d::allreduce_", "c10d::broadcast_", "c10d::allgather_", "c10d::reduce_",
+          "c10d::gather_", "c10d::scatter_"]
+
+
+def record_collectives(run: Path, *args: str) -> Path:
+    result = upguard("record", "-o", run, "--", PYTHON, "-m", "torch.distributed.run",
+                     "--nproc_per_node=3", COLLECTIVES, *args, timeout=240)
+    assert result.returncode == 0, result.stderr
+    return run
+
+
+@pytest.fixture(scope="module")
+def coll_a(runs: Path) -> Path:
+    return record_collectives(runs / "coll_a")
+
+
+def test_every_kind_of_collective_is_recorded_completed_in_its_group(coll_a: Path):
+    for rank in (0, 1, 2):
+        shown = show_json(coll_a, "--rank", str(rank), "--max-depth", "0")
+        for step in shown["steps"]:
+            ops = [op for op in step["ops"] if op["op"].startswith("c10d::")]
+            names = [op["op"] for op in ops]
+            # Odd ranks receive first around the ring; the subgroup holds the even ranks.
+            ring = ["c10d::send", "c10d::recv_"] if rank % 2 == 0 else ["c10d::recv_",
+                                                                       "c10d::send"]
+            subgroup = ["c10d::allreduce_"] if rank % 2 == 0 else []
+            assert names == GROUP0 + ring + ["c10d::barrier"] + subgroup
+            assert all(op["collective"]["completed"] for op in ops), ops
+            in_world = [op["collective"] for op in ops if op["collective"]["group"] == "0"]
+            first = 9 * step["step"]
+            assert [c["seq"] for c in in_world] == list(range(first, first + 9))
+            assert all(c["ranks"] == [0, 1, 2] and c["group_rank"] == rank for c in in_world)
+            if subgroup:
+                even = ops[-1]["collective"]
+                assert even["group"] == "1" and even["ranks"] == [0, 2]
+                assert even["group_rank"] == rank // 2 and even["seq"] == step["step"]
+
+
+def test_collectives_identical_runs_and_an_origin_on_rank_2(runs: Path, coll_a: Path):
+    again = record_collectives(runs / "coll_b")
+    code, result, text = diff(coll_a, again)
+    assert code == 0 and result["verdict"] == "identical", text
+    planted = record_collectives(runs / "coll_plant", "--plant-rank", "2")
+    code, result, text = diff(coll_a, planted)
+    assert code == 1, text
+    across = result["across_ranks"]
+    assert across["origins"] == [2]
+    origin = across["ranks"][2]
+    assert origin["first"]["op"] == "aten::mul" and origin["first"]["step"] == 1
+    hop = across["collectives"][across["ranks"][0]["via"]]
+    assert hop["name"] == "c10d::allreduce_ #9 in group 0 [0,1,2]"
+    assert hop["senders"] == [2] and sorted(hop["receivers"]) == [0, 1]
