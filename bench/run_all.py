@@ -1,6 +1,7 @@
 """`make bench`: runs every benchmark and writes BENCHMARKS.md (command, machine, date, tables).
 
     /usr/bin/python3 bench/run_all.py --build build/release [--quick] [--out BENCHMARKS.md]
+    /usr/bin/python3 bench/run_all.py --build build/release --only multirank   # one section
 
 Each benchmark measures its ratios side by side in one run (this machine is shared and
 noisy); the tables mark each target PASS or MISS.
@@ -91,14 +92,52 @@ def diff_section(build: Path) -> str:
             run([PYTHON, str(script), str(build / "upguard"), str(gen)]))
 
 
+def multirank_section(build: Path, quick: bool) -> str:
+    bench, synth = find(build, "upguard_diff_benchmark"), find(build, "upguard_synth_run")
+    script = REPO / "bench" / "multirank_diff.py"
+    if bench is None or synth is None or not script.exists():
+        return "## Multi-rank diff\n\n(not built: upguard_diff_benchmark, upguard_synth_run)"
+    return ("## Multi-rank diff\n\n`bench/multirank_diff.py`: `upguard_diff_benchmark` (LoadRun "
+            "and DiffRuns with `DiffOptions::jobs`) on runs from `upguard_synth_run`.\n\n" +
+            run([PYTHON, str(script), str(bench), str(synth)] +
+                (["--steps", "8", "--repeat", "3"] if quick else [])))
+
+
+SECTIONS = {"training": training_section, "digest": lambda build, quick: digest_section(build),
+            "diff": lambda build, quick: diff_section(build), "multirank": multirank_section}
+
+
+def replace_section(text: str, section: str) -> str:
+    """`text` with the `## ` section that `section` starts with replaced (appended if absent)."""
+    heading = section.split("\n", 1)[0]
+    start = text.find(heading + "\n")
+    if start < 0:
+        return text.rstrip("\n") + "\n\n" + section + "\n"
+    end = text.find("\n## ", start + len(heading))
+    return text[:start] + section + ("\n" + text[end:] if end >= 0 else "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", default="build/release")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", default="BENCHMARKS.md")
+    parser.add_argument("--only", choices=sorted(SECTIONS),
+                        help="run one benchmark and replace its section of --out")
     args = parser.parse_args()
     build = (REPO / args.build).resolve()
-    sections = [training_section(build, args.quick), digest_section(build), diff_section(build)]
+    if args.only:
+        section = SECTIONS[args.only](build, args.quick)
+        date = datetime.date.today().isoformat()
+        heading, body = section.split("\n", 1)
+        section = (f"{heading}\n\nCommand: `bench/run_all.py --only {args.only}`, {date}, "
+                   f"{machine()}.\n{body}")
+        out = REPO / args.out
+        out.write_text(replace_section(out.read_text() if out.exists() else "# Benchmarks\n",
+                                       section))
+        print(section)
+        return
+    sections = [SECTIONS[name](build, args.quick) for name in SECTIONS]
     command = "make bench" + ("  (quick)" if args.quick else "")
     text = (f"# Benchmarks\n\nCommand: `{command}`. Machine: {machine()}. "
             f"Date: {datetime.date.today().isoformat()}. Torch threads: 1 unless stated.\n\n" +

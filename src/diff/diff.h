@@ -204,8 +204,9 @@ struct DiffOptions {
   // Tolerances and nondeterministic ops (a policy, see tolerance_judge.h); null: bitwise.
   std::shared_ptr<const ToleranceJudge> tolerance;
   // Ranks diffed at once, each on its own thread (rank_pool.h); 0: the hardware's concurrency.
-  // The result does not depend on it. Memory grows with it: each rank being diffed maps a few
-  // MiB of its traces and decodes the steps it walks.
+  // The result does not depend on it. Memory grows with it: each rank being diffed keeps up to
+  // 20 MiB of each of its two traces mapped and decodes the steps it walks (measured: 26 MiB
+  // per rank in flight, docs/architecture.md "Scale").
   int jobs = 0;
 };
 
