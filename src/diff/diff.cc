@@ -201,16 +201,12 @@ size_t OutermostIndex(const std::vector<OpRecord>& ops, size_t index) {
   return index;
 }
 
-// Whether a top-level op has a tensor result whose equality can vouch for what ran inside it.
-// One without (DDP's reducer::copy_bucket_to_grad, which writes through a nested copy_) cannot.
-bool HasTensorOutput(const OpRecord& op) {
-  for (const ArgRecord& output : op.outputs) {
-    if (output.kind == ArgKind::kTensor) return true;
-  }
-  return false;
-}
+// Whether a top-level op has a result that can vouch for what ran inside it. One that returns
+// nothing (DDP's reducer::copy_bucket_to_grad, which writes the gradients through a nested
+// copy_) cannot: its equality says nothing about what it wrote.
+bool HasResult(const OpRecord& op) { return !op.outputs.empty(); }
 
-// A nested op whose enclosing top-level op has identical inputs and tensor outputs in both runs
+// A nested op whose enclosing top-level op has identical inputs and outputs in both runs
 // did not change the training: differing values inside it are scratch memory a kernel read
 // before overwriting it (or an internal path), not a divergence.
 bool InsideCleanTopLevelOp(const RankTrace& ta, const StepOps& sa, size_t ia, const RankTrace& tb,
@@ -221,7 +217,7 @@ bool InsideCleanTopLevelOp(const RankTrace& ta, const StepOps& sa, size_t ia, co
   const size_t top_b = OutermostIndex(sb.ops, ib);
   if (top_a == ia || top_b == ib || sa.ops[top_a].depth != 0 || sb.ops[top_b].depth != 0 ||
       ta.Str(sa.ops[top_a].op) != tb.Str(sb.ops[top_b].op) || !alignment.Paired(top_a, top_b) ||
-      !HasTensorOutput(sa.ops[top_a])) {
+      !HasResult(sa.ops[top_a])) {
     return false;
   }
   NumericDivergence unused;
@@ -246,7 +242,7 @@ bool BlockInsideCleanOps(const RankTrace& ta, const StepOps& sa, const RankTrace
         top = *up;
       }
       const std::optional<size_t> partner = alignment.Partner(side, top);
-      if (top == op_idx || ops[top].depth != 0 || !partner || !HasTensorOutput(ops[top])) {
+      if (top == op_idx || ops[top].depth != 0 || !partner || !HasResult(ops[top])) {
         return false;
       }
       const size_t top_a = side == 0 ? top : *partner;

@@ -126,11 +126,9 @@ std::optional<OnlineDivergence> OnlineChecker::Check(const OpRecord& op, uint64_
     found->op = std::string(op_name);
     found->reference_op = ref_name;
   }
-  // A top-level op without a tensor result cannot vouch for the ops inside it (see
-  // HasTensorOutput in diff.cc): what differed inside it stands.
-  bool vouches = false;
-  for (const ArgRecord& output : op.outputs) vouches = vouches || output.kind == ArgKind::kTensor;
-  if (op.depth == 0 && !vouches && pending_ && !found) {
+  // A top-level op that returns nothing cannot vouch for the ops inside it (see HasResult in
+  // diff.cc): what differed inside it stands.
+  if (op.depth == 0 && op.outputs.empty() && pending_ && !found) {
     found = std::move(pending_);
     pending_.reset();
   }

@@ -179,6 +179,10 @@ def main():
         check("empty nondeterministic glob", ["diff", "good", "changed",
                                               "--allow-nondeterministic", "aten::a,,aten::b"],
               tmp, must_say=("--allow-nondeterministic", "bad glob"))
+        check("bad jobs", ["diff", "good", "changed", "--jobs", "many"], tmp,
+              must_say=("--jobs", "'many'"))
+        check("negative jobs", ["diff", "good", "changed", "--jobs", "-2"], tmp,
+              must_say=("--jobs -2", "1 to 4096"))
         check("bad step", ["show", "good", "--step", "two"], tmp, must_say=("--step", "'two'"))
         check("missing rank", ["show", "good", "--rank", "3"], tmp, must_say=("--rank 3",))
         check("record without -o", ["record", "--", "true"], tmp, must_say=("-o DIR",))
