@@ -23,11 +23,10 @@ struct CollectiveCall {
   GroupInfo group;
   uint64_t seq = 0;
 
+  // Guarded by g_mu.
   // Set at return: the work's future, whose completion the waiter sees (measured with gloo:
   // the future completes before the scope ends, so a waiter may read the tensors first).
   c10::intrusive_ptr<c10::ivalue::Future> future;
-
-  // Guarded by g_mu.
   bool matched = false;    // a backend scope took it
   bool completed = false;  // its scope ended
   bool returned = false;   // the op returned
@@ -86,9 +85,11 @@ void MarkCompletedLocked(CollectiveCall& call) {
 }
 
 void DropDoneLocked() {
-  while (!g_open.empty() && g_open.front()->done && g_open.front()->completed) {
-    g_open.pop_front();
-  }
+  g_open.erase(std::remove_if(g_open.begin(), g_open.end(),
+                              [](const std::shared_ptr<CollectiveCall>& call) {
+                                return call->done && call->completed;
+                              }),
+               g_open.end());
 }
 
 void WriteLocked(CollectiveCall& call, bool completed) {
@@ -109,9 +110,25 @@ void WriteLocked(CollectiveCall& call, bool completed) {
                                   completed ? std::move(call.outputs) : std::vector<ArgRecord>());
 }
 
+// The work wrote its tensors behind their version counters: forget their cached digests, and
+// that they were uninitialized (a recv or scatter into torch.empty).
+void ForgetWritten(const CollectiveCall& call) {
+  ForEachTensor(call.written, [](const at::Tensor& t) {
+    Digests().Invalidate(t);
+    Uninit().MarkWritten(t);
+  });
+}
+
 // The work's future says it is done (a waiter may go on and read the tensors).
-bool FutureDone(const CollectiveCall& call) {
-  return call.future.defined() && call.future->completed();
+bool FutureDone(const c10::intrusive_ptr<c10::ivalue::Future>& future) {
+  return future.defined() && future->completed();
+}
+
+// A work that succeeded completed its future before its scope ended (gloo sets the future
+// first, NCCL ends the scope from the future's callback); one that failed did not, or holds
+// the error. (The Work itself cannot be asked: its scope ends under the Work's own lock.)
+bool Failed(const c10::intrusive_ptr<c10::ivalue::Future>& future) {
+  return future.defined() && (!future->completed() || future->hasError());
 }
 
 // The collective completed: its tensors are digested now, while they hold what it delivered,
@@ -119,24 +136,14 @@ bool FutureDone(const CollectiveCall& call) {
 // that finds the work done does it.
 void Complete(const std::shared_ptr<CollectiveCall>& call, Recorder* current) {
   bool wanted = false;
-  // A work that succeeded completed its future before its scope ended (gloo sets the future
-  // first, NCCL ends the scope from the future's callback); one that failed did not, or holds
-  // the error. (The Work itself cannot be asked: its scope ends under the Work's own lock.)
-  const bool failed =
-      call->future.defined() && (!call->future->completed() || call->future->hasError());
   {
     std::lock_guard<std::mutex> lock(g_mu);
     if (call->completed) return;
     MarkCompletedLocked(*call);
-    call->failed = failed;
-    wanted = !call->done && !failed;
+    call->failed = Failed(call->future);
+    wanted = !call->done && !call->failed;
   }
-  // The work wrote its tensors behind their version counters: forget their cached digests, and
-  // that they were uninitialized (a recv or scatter into torch.empty).
-  ForEachTensor(call->written, [](const at::Tensor& t) {
-    Digests().Invalidate(t);
-    Uninit().MarkWritten(t);
-  });
+  ForgetWritten(*call);
   std::vector<ArgRecord> outputs;
   if (wanted && current != nullptr && !call->written.isNone()) {
     ArgBatch batch;
@@ -204,19 +211,21 @@ std::shared_ptr<CollectiveCall> LaunchCollective(const OpInfo& info,
 
 void CollectiveReturned(const std::shared_ptr<CollectiveCall>& call, Recorder* recorder,
                         const RecordedOp& recorded, const std::vector<c10::IValue>& outputs) {
+  c10::intrusive_ptr<c10::ivalue::Future> future;
   for (const c10::IValue& value : outputs) {
     if (!value.isObject()) continue;
     const c10::ivalue::Object& object = value.toObjectRef();
     if (object.slots().empty() || !object.getSlot(0).isCapsule()) continue;
     auto* work = static_cast<c10d::Work*>(object.getSlot(0).toCapsule().get());
     try {
-      call->future = work->getFuture();
+      future = work->getFuture();
     } catch (const std::exception&) {  // a Work without a future: its scope's end only
     }
   }
   // Digests taken before the work wrote its tensors are stale from now on.
   ForEachTensor(call->written, [](const at::Tensor& t) { Digests().Invalidate(t); });
   std::lock_guard<std::mutex> lock(g_mu);
+  call->future = std::move(future);
   call->returned = true;
   call->recorder = recorder;
   call->recorded = recorded;
@@ -224,9 +233,7 @@ void CollectiveReturned(const std::shared_ptr<CollectiveCall>& call, Recorder* r
     call->done = true;
   } else if (call->completed && !call->done) {
     // Completed before the call returned, before its future was known: judged by it now.
-    if (call->future.defined()) {
-      call->failed = call->failed || !call->future->completed() || call->future->hasError();
-    }
+    call->failed = call->failed || Failed(call->future);
     call->ops_at_completion = 0;
     WriteLocked(*call, !call->failed);
   }
@@ -296,11 +303,13 @@ bool InFlight(const at::Tensor& tensor) {
   bool in_flight = false;
   for (const std::shared_ptr<CollectiveCall>& call : writing) {
     Recorder* recorder = nullptr;
+    c10::intrusive_ptr<c10::ivalue::Future> future;
     {
       std::lock_guard<std::mutex> lock(g_mu);
       if (call->returned) recorder = call->recorder;
+      future = call->future;
     }
-    if (recorder != nullptr && FutureDone(*call)) {
+    if (recorder != nullptr && FutureDone(future)) {
       Complete(call, recorder);  // the program waited for it; its scope has not ended yet
     } else {
       in_flight = true;
@@ -310,12 +319,22 @@ bool InFlight(const at::Tensor& tensor) {
 }
 
 void FlushCollectives(Recorder* recorder) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  for (const std::shared_ptr<CollectiveCall>& call : g_open) {
-    if (call->done || !call->returned || call->recorder != recorder) continue;
-    WriteLocked(*call, false);
+  std::vector<std::shared_ptr<CollectiveCall>> finished;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    for (const std::shared_ptr<CollectiveCall>& call : g_open) {
+      if (!call->done && call->returned && call->recorder == recorder) WriteLocked(*call, false);
+      // No scope will end for it and nothing says it is still running (no future, or a done
+      // one): it stops counting as in flight, so g_open does not grow step after step.
+      if (call->done && !call->completed && !call->matched &&
+          (!call->future.defined() || call->future->completed())) {
+        MarkCompletedLocked(*call);
+        finished.push_back(call);
+      }
+    }
+    DropDoneLocked();
   }
-  DropDoneLocked();
+  for (const std::shared_ptr<CollectiveCall>& call : finished) ForgetWritten(*call);
 }
 
 }  // namespace upguard::torch_adapter
