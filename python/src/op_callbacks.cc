@@ -476,8 +476,11 @@ Status Start(const AdapterOptions& options) {
                                                 .scopes({at::RecordScope::FUNCTION})));
   g_handles.push_back(at::addGlobalCallback(
       at::RecordFunctionCallback(OnScopeEnter, OnScopeExit)
+          .scopes({at::RecordScope::BACKWARD_FUNCTION})));
+  g_handles.push_back(at::addGlobalCallback(
+      at::RecordFunctionCallback(OnScopeEnter, OnScopeExit)
           .needsInputs(true)  // a collective scope names the work's tensors
-          .scopes({at::RecordScope::BACKWARD_FUNCTION, at::RecordScope::USER_SCOPE})));
+          .scopes({at::RecordScope::USER_SCOPE})));
   return Status::Ok();
 }
 
