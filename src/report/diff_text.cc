@@ -149,6 +149,13 @@ void Numeric(const Ctx& ctx, const NumericDivergence& numeric) {
       ctx.out << "  verdict: culprit — every tensor input is bitwise identical in both runs and "
                  "an output differs:\n           this op computed differently";
     }
+    if (op.collective != nullptr && !args_differ) {
+      // This rank's inputs are only its own share: another member's may have differed.
+      ctx.out << " from this rank's inputs:\n           another member of its group fed "
+                 "it different inputs, or the collective\n           itself computed "
+                 "differently (the order across ranks says which).\n";
+      return;
+    }
     ctx.out << (args_differ ? " because a non-tensor argument differs (see DIFFERS above).\n"
                             : " (a kernel, library, flag or hardware difference).\n");
     return;
