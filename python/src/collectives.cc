@@ -28,7 +28,7 @@ struct CollectiveCall {
   // the future completes before the scope ends, so a waiter may read the tensors first).
   c10::intrusive_ptr<c10::ivalue::Future> future;
   bool matched = false;    // a backend scope took it
-  bool completed = false;  // its scope ended
+  bool completed = false;  // its scope ended, or a reader found its future done
   bool returned = false;   // the op returned
   bool done = false;       // its Collective record was written, or will never be
   bool failed = false;     // it completed with an error (a peer died): nothing delivered
@@ -75,6 +75,12 @@ GroupInfo FindGroup(const void* key) {
   std::lock_guard<std::mutex> lock(g_mu);
   for (auto& [group_key, info] : groups) g_groups[group_key] = std::move(info);
   return g_groups[key];  // an unknown group stays unnamed
+}
+
+// Where a tensor's values start, to match a scope's tensors to a call's; null for one without
+// strided storage (sparse), whose data_ptr() would throw.
+const void* DataOf(const at::Tensor& t) {
+  return t.has_storage() && t.layout() == c10::kStrided ? t.data_ptr() : nullptr;
 }
 
 // A completed call goes out of the in-flight set.
@@ -192,7 +198,7 @@ std::shared_ptr<CollectiveCall> LaunchCollective(const OpInfo& info,
   }
   call->group = FindGroup(key);
   for (const c10::IValue& value : inputs) {
-    ForEachTensor(value, [&](const at::Tensor& t) { call->data.push_back(t.data_ptr()); });
+    ForEachTensor(value, [&](const at::Tensor& t) { call->data.push_back(DataOf(t)); });
   }
   const int written = info.collective_written_arg;
   if (written >= 0 && static_cast<size_t>(written) < inputs.size()) {
@@ -262,7 +268,7 @@ std::unique_ptr<at::ObserverContext> CollectiveScopeEntered(const at::RecordFunc
   const void* first = nullptr;
   for (const c10::IValue& value : fn.inputs()) {
     ForEachTensor(value, [&](const at::Tensor& t) {
-      if (first == nullptr) first = t.data_ptr();
+      if (first == nullptr) first = DataOf(t);
     });
     if (first != nullptr) break;
   }
