@@ -116,8 +116,11 @@ StatusOr<int> RunDiffCommand(int argc, char** argv) {
           rank.role == RankRole::kReceiver
               ? "this rank is a receiver: " + hop.Name() + " delivered it a difference from " +
                     RanksText(hop.senders) + " (see the order across ranks above)"
-              : "the collective below is where this rank's difference starts (see the order "
-                "across ranks above)");
+          : rank.role == RankRole::kCollective
+              ? "the collective below computed differently: every member fed it identical "
+                "inputs (see the order across ranks above)"
+              : "no record of the collective below on " + RanksText(hop.missing) +
+                    ": whether another member fed it different inputs is unknown");
     }
   }
   std::optional<ExplainedDivergence> explained;

@@ -97,12 +97,12 @@ std::string RenderGlobalOrderText(const GlobalOrder& order, const DiffResult& re
   }
   for (const RankOrder& rank : order.ranks) {
     const std::string role(RankRoleName(rank.role));
-    out << "    rank " << rank.rank << "  " << role
-        << std::string(role.size() < 11 ? 11 - role.size() : 1, ' ');
+    out << "    rank " << rank.rank << "  " << role;
     if (rank.role == RankRole::kIdentical) {
       out << "\n";
       continue;
     }
+    out << std::string(role.size() < 11 ? 11 - role.size() : 1, ' ');
     if (rank.hop) {
       const CollectiveHop& hop = order.hops[*rank.hop];
       out << "via " << hop.Name() << ", step " << hop.step;
