@@ -32,6 +32,8 @@ struct CollectiveCall {
   bool returned = false;   // the op returned
   bool done = false;       // its Collective record was written, or will never be
   bool failed = false;     // it completed with an error (a peer died): nothing delivered
+  bool digested = false;   // Complete has digested what it wrote (completed is set before)
+  bool completed_before_return = false;
   Recorder* recorder = nullptr;
   RecordedOp recorded;
   uint64_t ops_at_completion = 0;  // the recorder's ops_in_step() at completion
@@ -160,9 +162,10 @@ void Complete(const std::shared_ptr<CollectiveCall>& call, Recorder* current) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (!call->done) {
     call->outputs = std::move(outputs);
+    call->digested = true;
     // Not returned yet: CollectiveReturned writes it, as completed before the return.
     if (call->returned) {
-      call->ops_at_completion = call->recorder->ops_in_step();
+      call->ops_at_completion = call->completed_before_return ? 0 : call->recorder->ops_in_step();
       WriteLocked(*call, !call->failed);
     }
   }
@@ -238,10 +241,12 @@ void CollectiveReturned(const std::shared_ptr<CollectiveCall>& call, Recorder* r
   if (!recorded.written) {
     call->done = true;
   } else if (call->completed && !call->done) {
-    // Completed before the call returned, before its future was known: judged by it now.
+    // Completed before the call returned, before its future was known: judged by it now. If
+    // its tensors are still being digested, Complete writes it when that is done.
     call->failed = call->failed || Failed(call->future);
+    call->completed_before_return = true;
     call->ops_at_completion = 0;
-    WriteLocked(*call, !call->failed);
+    if (call->digested || call->failed) WriteLocked(*call, !call->failed);
   }
   DropDoneLocked();
 }
