@@ -94,7 +94,8 @@ void NoteEarlyEnds(const Run& a, const Run& b, GlobalOrder* order) {
     const std::optional<uint32_t> la = LastStep(ta);
     const std::optional<uint32_t> lb = LastStep(tb);
     if (la == lb && ta.complete() == tb.complete()) continue;
-    const bool a_short = !ta.complete() && (!tb.complete() ? la < lb : true);
+    // The one whose last step is earlier; at the same step, the one the process left open.
+    const bool a_short = la != lb ? la < lb : (!ta.complete() && tb.complete());
     const RankTrace& shorter = a_short ? ta : tb;
     const std::string& dir = a_short ? a.dir : b.dir;
     const std::optional<uint32_t> last = a_short ? la : lb;
