@@ -3,6 +3,7 @@ records (which group a collective ran in, and its member ranks) and for the run 
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Dict, List, Tuple
 
 # Every group described so far, by name: the metadata still names them after the program
@@ -11,8 +12,11 @@ _seen: Dict[str, Dict[str, Any]] = {}
 
 
 def _c10d() -> Any:
-    import torch.distributed as dist
-    if not (dist.is_available() and dist.is_initialized()):
+    # Never imported here: a program that did not import torch.distributed has no groups, and
+    # importing it while recording (the metadata is gathered as recording stops) records the
+    # ops its import runs.
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not (dist.is_available() and dist.is_initialized()):
         return None
     return dist.distributed_c10d
 

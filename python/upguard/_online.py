@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from datetime import timedelta
 from typing import Any, Optional, Tuple
 
@@ -27,8 +28,8 @@ _noticed = False
 
 
 def _store() -> Optional[Tuple[Any, int, int]]:
-    import torch.distributed as dist
-    if not (dist.is_available() and dist.is_initialized()):
+    dist = sys.modules.get("torch.distributed")  # not imported: no store, and no import here
+    if dist is None or not (dist.is_available() and dist.is_initialized()):
         return None
     return dist.distributed_c10d._get_default_store(), dist.get_rank(), dist.get_world_size()
 
