@@ -10,7 +10,7 @@
 #include "diff/align_summary.h"
 #include "diff/allowed_divergence.h"
 #include "diff/compare.h"
-#include "diff/rank_pool.h"
+#include "diff/diff_rank.h"
 #include "diff/raw_compare.h"
 #include "trace/trace_index.h"
 
@@ -18,18 +18,6 @@ namespace upguard {
 namespace {
 
 constexpr size_t kProducerSearchLimit = 1 << 22;  // ops searched backwards for a producer
-
-std::string ScriptOf(const Run& run) {
-  const nlohmann::json& meta = run.Meta();
-  const nlohmann::json argv = meta.contains("argv") ? meta["argv"] : nlohmann::json();
-  if (!argv.is_array()) return "?";
-  for (size_t idx = 1; idx < argv.size(); ++idx) {  // argv[0] is the interpreter
-    if (argv[idx].is_string() && argv[idx].get<std::string>().rfind("-", 0) != 0) {
-      return argv[idx].get<std::string>();
-    }
-  }
-  return argv.empty() ? "?" : argv[0].dump();
-}
 
 // The latest op before `before` (in step order) with a tensor output of digest `digest`. Decodes
 // earlier steps on demand, newest first; the step holding the producer joins `held`.
@@ -386,8 +374,8 @@ void CutToCommonPrefix(const RankTrace& ta, bool a_last, std::shared_ptr<const S
   longer = std::move(cut);
 }
 
-// One attempt at a rank. When decoding finds damage in an op payload (--allow-damaged) the
-// trace is cut there and the attempt stops early: DiffRuns starts the rank over.
+}  // namespace
+
 StatusOr<RankDiff> DiffRank(const RankTrace& ta, const RankTrace& tb, const DiffOptions& options) {
   RankDiff diff;
   diff.rank = ta.rank;
@@ -449,52 +437,6 @@ StatusOr<RankDiff> DiffRank(const RankTrace& ta, const RankTrace& tb, const Diff
   return diff;
 }
 
-// The op count of the first known step numbered `step`.
-uint64_t StepOpCount(const RankTrace& trace, uint32_t step) {
-  for (const StepInfo& info : trace.steps()) {
-    if (info.step == step) return info.op_count;
-  }
-  return 0;
-}
-
-// The first compared step of the two runs has no op in common (or its alignment gave up from the
-// first op on): they ran different programs.
-bool SharesNoOps(const RankDiff& diff, const RankTrace& ta, const RankTrace& tb) {
-  if (!diff.structural || diff.structural->step != *diff.first_step) return false;
-  const StructuralDivergence& s = *diff.structural;
-  if (s.index_a != 0 || s.index_b != 0) return false;
-  return !s.realigned ||
-         (s.only_a_count == StepOpCount(ta, s.step) && s.only_b_count == StepOpCount(tb, s.step));
-}
-
-// One rank of two runs, with the checks that make two runs incomparable.
-StatusOr<RankDiff> DiffRankOfRuns(const Run& a, const Run& b, size_t rank_idx,
-                                  const DiffOptions& options) {
-  const RankTrace& ta = a.ranks[rank_idx];
-  const RankTrace& tb = b.ranks[rank_idx];
-  RankDiff diff;
-  while (true) {  // again after each cut: every cut shortens a trace, so this ends
-    const uint64_t cuts = ta.cuts() + tb.cuts();
-    ASSIGN_OR_RETURN(diff, DiffRank(ta, tb, options));
-    if (ta.cuts() + tb.cuts() == cuts) break;
-  }
-  if (diff.steps_compared == 0) {
-    return FailedPrecondition("rank " + std::to_string(rank_idx) + ": " + a.dir + " and " + b.dir +
-                              " recorded no step in common; record overlapping steps "
-                              "(upguard record --steps A:B)");
-  }
-  if (SharesNoOps(diff, ta, tb)) {
-    return FailedPrecondition("the runs appear to record different programs (" + a.dir + ": " +
-                              ScriptOf(a) + ", " + b.dir + ": " + ScriptOf(b) +
-                              "): their first step compared has no op in common; compare two "
-                              "runs of the same training script (inspect each with `upguard "
-                              "show`)");
-  }
-  return diff;
-}
-
-}  // namespace
-
 std::string_view VerdictName(Verdict verdict) {
   switch (verdict) {
     case Verdict::kIdentical:
@@ -511,28 +453,6 @@ std::string_view VerdictName(Verdict verdict) {
       return "data";
   }
   return "unknown";
-}
-
-StatusOr<DiffResult> DiffRuns(const Run& a, const Run& b, const DiffOptions& options) {
-  if (a.world_size != b.world_size || a.ranks.size() != b.ranks.size()) {
-    return FailedPrecondition("the runs have different world sizes (" + a.dir + ": " +
-                              std::to_string(a.world_size) + " rank(s), " + b.dir + ": " +
-                              std::to_string(b.world_size) +
-                              "); compare runs recorded with the same number of ranks");
-  }
-  DiffResult result;
-  if (options.tolerance) result.tolerance = options.tolerance->Summary();
-  // Each rank reads only its own two traces (and the shared, read-only runs and options).
-  std::vector<RankDiff> diffs(a.ranks.size());
-  RETURN_IF_ERROR(RunRanks(diffs.size(), options.jobs, [&](size_t rank_idx) -> Status {
-    ASSIGN_OR_RETURN(diffs[rank_idx], DiffRankOfRuns(a, b, rank_idx, options));
-    return Status::Ok();
-  }));
-  for (RankDiff& diff : diffs) {
-    if (result.verdict == Verdict::kIdentical) result.verdict = diff.verdict;
-    result.ranks.push_back(std::move(diff));
-  }
-  return result;
 }
 
 }  // namespace upguard
