@@ -5,6 +5,7 @@
 #include <deque>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 #include <unordered_map>
 
@@ -50,8 +51,23 @@ std::deque<std::shared_ptr<CollectiveCall>> g_open;    // launched, not complete
 std::atomic<size_t> g_in_flight{0};                    // launched, not completed
 
 struct ScopeContext : at::ObserverContext {
-  std::shared_ptr<CollectiveCall> call;
+  std::shared_ptr<CollectiveCall> call;  // null when no call matched
+  bool worker = false;                   // opened outside any op: the backend's worker
+  std::thread::id thread;
 };
+
+// Per thread: the collective op running (launched at its entry) and its depth; how many
+// collective scopes are open on this thread as the backend's worker.
+struct ThreadCollectives {
+  std::shared_ptr<CollectiveCall> launching;
+  uint32_t launching_depth = 0;
+  int worker_scopes = 0;
+};
+
+ThreadCollectives& ThisThread() {
+  thread_local ThreadCollectives state;
+  return state;
+}
 
 // The C++ object behind a TorchBind ProcessGroup argument: its address names the group.
 const void* GroupKey(const c10::IValue& value) {
@@ -190,6 +206,8 @@ void ResetCollectives() {
   g_open.clear();
 }
 
+namespace {
+
 std::shared_ptr<CollectiveCall> LaunchCollective(const OpInfo& info,
                                                  c10::ArrayRef<const c10::IValue> inputs) {
   auto call = std::make_shared<CollectiveCall>();
@@ -251,6 +269,26 @@ void CollectiveReturned(const std::shared_ptr<CollectiveCall>& call, Recorder* r
   DropDoneLocked();
 }
 
+}  // namespace
+
+void CollectiveOpEntered(const OpInfo& info, c10::ArrayRef<const c10::IValue> inputs,
+                         uint32_t depth) {
+  ThreadCollectives& mine = ThisThread();
+  mine.launching = LaunchCollective(info, inputs);
+  mine.launching_depth = depth;
+}
+
+void CollectiveOpExited(uint32_t depth, Recorder* recorder, const RecordedOp& recorded,
+                        const std::vector<c10::IValue>& outputs) {
+  ThreadCollectives& mine = ThisThread();
+  if (mine.launching == nullptr || mine.launching_depth != depth) return;
+  std::shared_ptr<CollectiveCall> call = std::move(mine.launching);
+  mine.launching = nullptr;
+  CollectiveReturned(call, recorder, recorded, outputs);
+}
+
+bool OnCollectiveWorker() { return ThisThread().worker_scopes > 0; }
+
 // "gloo:all_reduce" and "c10d::allreduce_" both become "allreduce".
 std::string Normalized(std::string_view name) {
   const size_t colon = name.rfind(':');
@@ -269,7 +307,14 @@ bool IsCollectiveScope(std::string_view name) {
   return false;
 }
 
-std::unique_ptr<at::ObserverContext> CollectiveScopeEntered(const at::RecordFunction& fn) {
+std::unique_ptr<at::ObserverContext> CollectiveScopeEntered(const at::RecordFunction& fn,
+                                                            bool outside_ops) {
+  auto ctx = std::make_unique<ScopeContext>();
+  if (outside_ops) {
+    ctx->worker = true;
+    ctx->thread = std::this_thread::get_id();
+    ++ThisThread().worker_scopes;
+  }
   const void* first = nullptr;
   for (const c10::IValue& value : fn.inputs()) {
     ForEachTensor(value, [&](const at::Tensor& t) {
@@ -286,16 +331,26 @@ std::unique_ptr<at::ObserverContext> CollectiveScopeEntered(const at::RecordFunc
                        std::find(call->data.begin(), call->data.end(), first) != call->data.end();
     if (!match) continue;
     call->matched = true;
-    auto ctx = std::make_unique<ScopeContext>();
     ctx->call = call;
-    return ctx;
+    break;
   }
-  return nullptr;
+  return ctx;
+}
+
+void CollectiveScopeLeft(at::ObserverContext* ctx_base) {
+  if (ctx_base == nullptr) return;
+  auto* ctx = static_cast<ScopeContext*>(ctx_base);
+  if (ctx->worker && ctx->thread == std::this_thread::get_id() && ThisThread().worker_scopes > 0) {
+    --ThisThread().worker_scopes;
+    ctx->worker = false;
+  }
 }
 
 void CollectiveScopeEnded(at::ObserverContext* ctx_base, Recorder* current) {
   if (ctx_base == nullptr) return;
-  Complete(static_cast<ScopeContext*>(ctx_base)->call, current);
+  CollectiveScopeLeft(ctx_base);
+  auto* ctx = static_cast<ScopeContext*>(ctx_base);
+  if (ctx->call != nullptr) Complete(ctx->call, current);
 }
 
 bool InFlight(const at::Tensor& tensor) {

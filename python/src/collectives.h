@@ -52,21 +52,29 @@ void SetGroupResolver(GroupResolver resolver);
 // Forgets groups, counters and calls in flight (a new recording starts).
 void ResetCollectives();
 
-// At a collective op's entry, for every call while recording is on, recorded or not (the
-// per-group numbers must count every call, and a completion must invalidate cached digests).
-std::shared_ptr<CollectiveCall> LaunchCollective(const OpInfo& info,
-                                                 c10::ArrayRef<const c10::IValue> inputs);
-// At its exit. `recorded` is what Record() returned for it (written = false: not recorded).
-// `outputs` are the op's results: the Work, whose future tells a reader the work is done.
-void CollectiveReturned(const std::shared_ptr<CollectiveCall>& call, Recorder* recorder,
-                        const RecordedOp& recorded, const std::vector<c10::IValue>& outputs);
+// At a collective op's entry (`info.collective`), for every call while recording is on,
+// recorded or not (the per-group numbers must count every call, and a completion must
+// invalidate cached digests). The call is this thread's until the op at `depth` exits.
+void CollectiveOpEntered(const OpInfo& info, c10::ArrayRef<const c10::IValue> inputs,
+                         uint32_t depth);
+// At every op's exit: when it is the collective entered at `depth`, `recorded` is what
+// Record() returned for it (written = false: not recorded) and `outputs` its results (the
+// Work, whose future tells a reader the work is done).
+void CollectiveOpExited(uint32_t depth, Recorder* recorder, const RecordedOp& recorded,
+                        const std::vector<c10::IValue>& outputs);
 
 bool IsCollectiveScope(std::string_view name);
-// A backend's collective scope opened / ended, on whatever thread the backend uses. The
-// context returned (null when no call matches) goes back to CollectiveScopeEnded.
-std::unique_ptr<at::ObserverContext> CollectiveScopeEntered(const at::RecordFunction& fn);
+// A backend's collective scope opened / ended, on whatever thread the backend uses. One opened
+// outside any op (`outside_ops`) runs on the backend's worker: until it ends there, that
+// thread is OnCollectiveWorker(). The context goes back to CollectiveScopeEnded.
+std::unique_ptr<at::ObserverContext> CollectiveScopeEntered(const at::RecordFunction& fn,
+                                                            bool outside_ops);
 // `current` (the recorder on now, or null) digests the written tensors.
 void CollectiveScopeEnded(at::ObserverContext* ctx, Recorder* current);
+// Only the worker bookkeeping of CollectiveScopeEnded, for a thread that cannot record now.
+void CollectiveScopeLeft(at::ObserverContext* ctx);
+// This thread runs a collective's own implementation now: its ops are not recorded.
+bool OnCollectiveWorker();
 
 // Whether a collective that has not completed is writing into this tensor's storage. A work
 // whose future is done completes here (the program waited for it before reading).

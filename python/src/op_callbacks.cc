@@ -34,50 +34,10 @@
 #include "origins.h"
 #include "rng_state.h"
 #include "string_pool.h"
+#include "thread_state.h"
 
 namespace upguard::torch_adapter {
 namespace {
-
-// Strings held here are views into the string pool (string_pool.h).
-struct Node {
-  std::string_view name;
-  Origin origin;
-  uint32_t saved_depth = 0;
-};
-
-struct ThreadState {
-  uint32_t depth = 0;
-  bool busy = false;
-  int optimizer = 0;
-  int zero_grad = 0;
-  std::vector<std::string_view> modules;
-  std::vector<Node> nodes;
-  // The running top-level (depth 0, not backward) op: its call site, computed on first use,
-  // and the autograd sequence number when it started.
-  std::string_view call_site;
-  bool call_site_known = false;
-  uint64_t first_node = 0;
-  // Inside a backend's collective scope on its worker thread: the ops here implement the
-  // collective (collectives.h) and are not recorded.
-  int in_collective = 0;
-  // The collective op running on this thread (launched at its entry), and its depth.
-  std::shared_ptr<CollectiveCall> launching;
-  uint32_t launching_depth = 0;
-
-  std::string_view CallSite() {
-    if (!call_site_known) {
-      call_site = Pooled(CurrentCallSite());
-      call_site_known = true;
-    }
-    return call_site;
-  }
-  std::string_view Module() const { return modules.empty() ? std::string_view() : modules.back(); }
-};
-
-ThreadState& Tls() {
-  thread_local ThreadState state;
-  return state;
-}
 
 struct OpContext : at::ObserverContext {
   std::vector<ArgRecord> inputs;
@@ -212,7 +172,7 @@ void OnDivergence(const RecordedOp& recorded, const OpEvent& event, const HeldIn
 std::unique_ptr<at::ObserverContext> EnterOp(const at::RecordFunction& fn, ThreadState& ts,
                                              uint32_t depth) {
   Recorder* recorder = g_recorder.load(std::memory_order_acquire);
-  if (recorder == nullptr || ts.busy || ts.in_collective > 0 || !recorder->StepWanted() ||
+  if (recorder == nullptr || ts.busy || !recorder->StepWanted() || OnCollectiveWorker() ||
       at::in_parallel_region()) {
     return nullptr;
   }
@@ -300,13 +260,13 @@ auto Guarded(const at::RecordFunction& fn, ThreadState& ts, Body body) -> declty
 }
 
 void LaunchIfCollective(const at::RecordFunction& fn, ThreadState& ts, uint32_t depth) {
-  Recorder* recorder = g_recorder.load(std::memory_order_acquire);
-  if (recorder == nullptr || ts.busy || ts.in_collective > 0) return;
+  if (g_recorder.load(std::memory_order_acquire) == nullptr || ts.busy || OnCollectiveWorker()) {
+    return;
+  }
   const OpInfo& info = LookupOpInfo(fn);
   if (!info.collective) return;
   ts.busy = true;
-  ts.launching = LaunchCollective(info, fn.inputs());
-  ts.launching_depth = depth;
+  CollectiveOpEntered(info, fn.inputs(), depth);
   ts.busy = false;
 }
 
@@ -371,34 +331,17 @@ void OnOpExit(const at::RecordFunction& fn, at::ObserverContext* ctx) {
   if (ts.depth > 0) --ts.depth;
   const uint32_t depth = ts.depth;
   const RecordedOp recorded = Guarded(fn, ts, [&] { return ExitOp(fn, ctx, ts, depth); });
-  if (ts.launching != nullptr && ts.launching_depth == depth) {
-    std::shared_ptr<CollectiveCall> call = std::move(ts.launching);
-    ts.launching = nullptr;
-    Guarded(fn, ts, [&] {
-      CollectiveReturned(call, g_recorder.load(std::memory_order_acquire), recorded, fn.outputs());
-    });
-  }
+  Guarded(fn, ts, [&] {
+    CollectiveOpExited(depth, g_recorder.load(std::memory_order_acquire), recorded, fn.outputs());
+  });
 }
-
-// A backend's collective scope (collectives.h). Opened outside any op, it runs on the
-// backend's worker thread, whose ops inside it are the collective's own.
-struct CollectiveScope : at::ObserverContext {
-  std::unique_ptr<at::ObserverContext> call;
-  const ThreadState* worker = nullptr;
-};
 
 std::unique_ptr<at::ObserverContext> OnScopeEnter(const at::RecordFunction& fn) {
   ThreadState& ts = Tls();
   if (fn.scope() == at::RecordScope::USER_SCOPE && IsCollectiveScope(fn.name())) {
-    return Guarded(fn, ts, [&]() -> std::unique_ptr<at::ObserverContext> {
-      auto scope = std::make_unique<CollectiveScope>();
-      scope->call = CollectiveScopeEntered(fn);
-      if (ts.depth == 0) {
-        scope->worker = &ts;
-        ++ts.in_collective;
-      }
-      return scope;
-    });
+    // Opened outside any op: the backend's worker thread runs the collective (collectives.h).
+    return Guarded(fn, ts,
+                   [&] { return CollectiveScopeEntered(fn, /*outside_ops=*/ts.depth == 0); });
   }
   Guarded(fn, ts, [&] {
     if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
@@ -415,13 +358,9 @@ std::unique_ptr<at::ObserverContext> OnScopeEnter(const at::RecordFunction& fn) 
 void OnScopeExit(const at::RecordFunction& fn, at::ObserverContext* ctx) {
   ThreadState& ts = Tls();
   if (ctx != nullptr) {  // only collective scopes have one
-    auto* scope = static_cast<CollectiveScope*>(ctx);
-    if (scope->worker == &ts && ts.in_collective > 0) --ts.in_collective;
-    if (ts.busy) return;
+    if (ts.busy) return CollectiveScopeLeft(ctx);
     ts.busy = true;
-    Guarded(fn, ts, [&] {
-      CollectiveScopeEnded(scope->call.get(), g_recorder.load(std::memory_order_acquire));
-    });
+    Guarded(fn, ts, [&] { CollectiveScopeEnded(ctx, g_recorder.load(std::memory_order_acquire)); });
     ts.busy = false;
     return;
   }
@@ -474,13 +413,12 @@ Status Start(const AdapterOptions& options) {
                                                 .needsInputs(true)
                                                 .needsOutputs(true)
                                                 .scopes({at::RecordScope::FUNCTION})));
-  g_handles.push_back(at::addGlobalCallback(
-      at::RecordFunctionCallback(OnScopeEnter, OnScopeExit)
-          .scopes({at::RecordScope::BACKWARD_FUNCTION})));
-  g_handles.push_back(at::addGlobalCallback(
-      at::RecordFunctionCallback(OnScopeEnter, OnScopeExit)
-          .needsInputs(true)  // a collective scope names the work's tensors
-          .scopes({at::RecordScope::USER_SCOPE})));
+  g_handles.push_back(at::addGlobalCallback(at::RecordFunctionCallback(OnScopeEnter, OnScopeExit)
+                                                .scopes({at::RecordScope::BACKWARD_FUNCTION})));
+  g_handles.push_back(
+      at::addGlobalCallback(at::RecordFunctionCallback(OnScopeEnter, OnScopeExit)
+                                .needsInputs(true)  // a collective scope names the work's tensors
+                                .scopes({at::RecordScope::USER_SCOPE})));
   return Status::Ok();
 }
 
