@@ -53,7 +53,8 @@ StatusOr<Producer> FindProducer(const RankTrace& trace, const OpLocation& before
 }
 
 enum class OpOutcome : uint8_t {
-  kSame,      // no tensor slot differs (a scalar input may)
+  kSame,      // no slot differs
+  kLatent,    // a scalar input differs, every tensor slot is equal (or within tolerance)
   kWithin,    // some tensor slots differ, all within tolerance
   kDiverges,  // a tensor input or an output differs beyond tolerance
 };
@@ -84,10 +85,12 @@ OpOutcome CompareOp(const RankTrace& ta, const StepOps& sa, size_t ia, const Ran
   }
   std::optional<size_t> bad_tensor_input;
   bool within = false;
+  bool scalar_differs = false;
   for (const ArgComparison& slot : inputs) {
     const bool is_scalar = slot.a != nullptr && slot.a->kind == ArgKind::kScalar &&
                            slot.b != nullptr && slot.b->kind == ArgKind::kScalar;
     within |= slot.tolerated == Tolerated::kWithin;
+    scalar_differs |= is_scalar && slot.Differs();
     if (slot.Differs() && !is_scalar) {
       bad_tensor_input = slot.index;
       break;
@@ -97,6 +100,21 @@ OpOutcome CompareOp(const RankTrace& ta, const StepOps& sa, size_t ia, const Ran
   for (const ArgComparison& slot : outputs) {
     within |= slot.tolerated == Tolerated::kWithin;
     output_differs |= slot.Differs();
+  }
+  // Latent only where a value came out equal: an op whose results are views or uninitialized
+  // buffers (empty, as_strided) shows nothing with its arguments; the ops using them will.
+  bool value_output = false;
+  for (const ArgComparison& slot : outputs) {
+    value_output |= slot.a != nullptr && slot.a->kind == ArgKind::kTensor && slot.compared;
+  }
+  if (!bad_tensor_input && !output_differs && scalar_differs && value_output) {
+    out->verdict = Verdict::kLatent;
+    out->a = OpLocation{sa.step, ia, &a};
+    out->b = OpLocation{sb.step, ib, &b};
+    out->inputs = std::move(inputs);
+    out->outputs = std::move(outputs);
+    if (judge != nullptr) out->tolerance = judge->Describe(ta.Str(a.op), ta.Str(a.module));
+    return OpOutcome::kLatent;
   }
   if (!bad_tensor_input && !output_differs) {
     if (!within) return OpOutcome::kSame;
@@ -285,6 +303,19 @@ Status WalkStep(const RankTrace& ta, const std::shared_ptr<const StepOps>& step_
     NumericDivergence numeric;
     const OpOutcome outcome = CompareOp(ta, sa, pair.a, tb, sb, pair.b, judge, &numeric);
     if (outcome == OpOutcome::kSame) continue;
+    if (outcome == OpOutcome::kLatent) {
+      // Like a nested difference, a latent one inside an equal top-level op changed nothing.
+      if (!diff->latent && !InsideCleanTopLevelOp(ta, sa, pair.a, tb, sb, pair.b, alignment, judge)) {
+        numeric.enclosing.clear();
+        for (std::optional<size_t> up = ParentIndex(sa.ops, pair.a); up;
+             up = ParentIndex(sa.ops, *up)) {
+          numeric.enclosing.push_back(OpLocation{sa.step, *up, &sa.ops[*up]});
+        }
+        diff->latent = std::move(numeric);
+        hold = true;
+      }
+      continue;
+    }
     if (outcome == OpOutcome::kWithin) {
       hold |= diff->tolerance.within_ops == 0;  // the first one is reported
       NoteWithin(numeric, ta, *judge, &diff->tolerance);
@@ -333,6 +364,7 @@ Status WalkStep(const RankTrace& ta, const std::shared_ptr<const StepOps>& step_
 // produced the differing input (then that structural difference is the cause); else structural
 // when a block counts; else identical.
 Verdict RankVerdict(const RankDiff& diff) {
+  if (diff.latent) return Verdict::kLatent;  // found before any numerical divergence
   if (diff.numeric) {
     const NumericDivergence& n = *diff.numeric;
     const bool caused_by_structure =
@@ -345,6 +377,16 @@ Verdict RankVerdict(const RankDiff& diff) {
 bool StepsIdentical(const StepInfo& sa, const StepInfo& sb) {
   return sa.end && sb.end && sa.end->op_count == sb.end->op_count &&
          sa.end->digest == sb.end->digest;
+}
+
+// From version 3 on, a step digest covers exactly what the comparison compares (trace.md §5.4):
+// differing digests mean some compared op differs.
+constexpr uint16_t kFirstComparableDigestVersion = 3;
+
+bool DigestsDiffer(const RankTrace& ta, const StepInfo& sa, const RankTrace& tb,
+                   const StepInfo& sb) {
+  return ta.version >= kFirstComparableDigestVersion && ta.version == tb.version && sa.end &&
+         sb.end && sa.end->digest != sb.end->digest;
 }
 
 // A step cut short is compared with the other run's ops up to the same count: the ops the
@@ -388,6 +430,7 @@ StatusOr<RankDiff> DiffRank(const RankTrace& ta, const RankTrace& tb, const Diff
   std::optional<AllowedTracker> allowed;
   if (options.tolerance) allowed.emplace(*options.tolerance);
   if (index_a != nullptr && index_b != nullptr) raw.emplace(ta.strings(), tb.strings());
+  std::optional<uint32_t> digests_differ;  // the first step whose step digests differ
   // Steps are indexed as the walk reaches them, so a step is compared while its pages are
   // mapped and cached.
   for (size_t ia = 0;; ++ia) {
@@ -404,6 +447,7 @@ StatusOr<RankDiff> DiffRank(const RankTrace& ta, const RankTrace& tb, const Diff
       ++diff.steps_identical;
       continue;
     }
+    if (!digests_differ && DigestsDiffer(ta, sa, tb, sb)) digests_differ = sa.step;
     // Leading ops equal in their bytes need no decoding; a step that is all such ops has
     // nothing to walk.
     uint64_t equal = 0;
@@ -434,6 +478,12 @@ StatusOr<RankDiff> DiffRank(const RankTrace& ta, const RankTrace& tb, const Diff
   diff.structural = structure.first_counted();
   diff.structure = structure.Finish();
   diff.verdict = RankVerdict(diff);
+  // The invariant: differing step digests are never "identical". Without a tolerance nothing
+  // is excused that the digest covers, so a miss here is a gap in the diff, said plainly.
+  if (diff.verdict == Verdict::kIdentical && digests_differ && !options.tolerance) {
+    diff.verdict = Verdict::kUnattributed;
+    diff.unattributed_step = digests_differ;
+  }
   return diff;
 }
 
@@ -451,6 +501,10 @@ std::string_view VerdictName(Verdict verdict) {
       return "rng";
     case Verdict::kData:
       return "data";
+    case Verdict::kLatent:
+      return "latent";
+    case Verdict::kUnattributed:
+      return "unattributed";
   }
   return "unknown";
 }

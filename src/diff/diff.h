@@ -56,6 +56,13 @@ enum class Verdict : uint8_t {
   kStructural = 3,
   kRng = 4,   // the first divergence is in the random state (setup_check.h)
   kData = 5,  // the first divergence is in the batch entering the model
+  // An op's non-tensor argument differs while every tensor it read and wrote is equal (a
+  // momentum that only shows in later steps): the first difference, when nothing diverged
+  // numerically before it.
+  kLatent = 6,
+  // The step digests differ, yet no compared op differs: recorded bytes differ where the diff
+  // cannot attribute them to an op. Never reported as identical (RankDiff::unattributed).
+  kUnattributed = 7,
 };
 std::string_view VerdictName(Verdict verdict);  // "identical", "culprit", ...
 
@@ -89,7 +96,7 @@ struct Producer {
 };
 
 struct NumericDivergence {
-  Verdict verdict = Verdict::kCulprit;  // kCulprit or kPropagated
+  Verdict verdict = Verdict::kCulprit;  // kCulprit, kPropagated or kLatent
   OpLocation a;
   OpLocation b;
   std::vector<ArgComparison> inputs;
@@ -192,6 +199,11 @@ struct RankDiff {
   std::optional<StructuralDivergence> structural;  // the first block not inside a clean op
   std::optional<StructuralSummary> structure;      // every block, when there is any
   std::optional<NumericDivergence> numeric;        // the first one
+  // The first op whose non-tensor argument differs while all its tensors are equal, if it
+  // comes before `numeric` (the walk stops at numeric). The verdict when set.
+  std::optional<NumericDivergence> latent;
+  // kUnattributed: the first step whose step digests differ though no compared op differs.
+  std::optional<uint32_t> unattributed_step;
   ToleranceSummary tolerance;                      // empty without DiffOptions::tolerance
   std::vector<std::string> notes;                  // e.g. a trace that ends early
   // kRng / kData: what was set up differently, where it first showed ("RNG state differs at

@@ -64,6 +64,8 @@ bool InputsDiffer(const OpRecord& a, const OpRecord& b) {
 
 // Where a rank's first divergence is, for ordering origins.
 uint32_t FirstStep(const RankDiff& diff) {
+  if (diff.latent) return diff.latent->a.step;
+  if (diff.unattributed_step) return *diff.unattributed_step;
   if (diff.numeric) return diff.numeric->a.step;
   if (diff.structural) return diff.structural->step;
   return diff.first_step.value_or(0);
@@ -72,7 +74,7 @@ uint32_t FirstStep(const RankDiff& diff) {
 // The collective a rank's first divergence sits at: the divergent op itself, or the op that
 // produced its differing input (a collective whose completion was not recorded).
 const OpLocation* CollectiveAt(const RankDiff& diff) {
-  if (!diff.numeric) return nullptr;
+  if (!diff.numeric || diff.latent) return nullptr;
   const NumericDivergence& n = *diff.numeric;
   if (n.verdict == Verdict::kCulprit && IsCollective(n.a)) return &n.a;
   if (n.verdict == Verdict::kPropagated && n.producer_a.found &&

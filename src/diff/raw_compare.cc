@@ -133,7 +133,7 @@ bool LedEqual(std::string_view payload_a, uint32_t ids_a, std::string_view paylo
     return true;
   };
   uint8_t phase = 0;
-  if (!a.U8(&phase) || phase > static_cast<uint8_t>(Phase::kOptimizer) || !a.Varint32(&narrow) ||
+  if (!a.U8(&phase) || phase > static_cast<uint8_t>(kMaxPhase) || !a.Varint32(&narrow) ||
       !id(true) || !id(false) || !id(false) || !id(false)) {
     return false;
   }

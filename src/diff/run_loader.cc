@@ -58,6 +58,7 @@ StatusOr<RankTrace> LoadDecoded(const std::string& path, bool allow_damaged) {
   RankTrace trace;
   trace.path = path;
   trace.meta = ParseMeta(reader->meta_json());
+  trace.version = reader->version();
   std::vector<StepOps> steps;
   TraceRecord record;
   while (true) {
@@ -97,6 +98,7 @@ StatusOr<RankTrace> LoadIndexed(const std::string& path, bool allow_damaged) {
   RankTrace trace;
   trace.path = path;
   trace.meta = ParseMeta(index->meta_json());
+  trace.version = index->version();
   trace.store = StepStore::FromIndex(std::move(index), allow_damaged);
   return trace;
 }

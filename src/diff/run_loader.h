@@ -33,6 +33,7 @@ struct RankTrace {
   int rank = 0;
   std::string path;
   nlohmann::json meta;  // the RunMeta record
+  uint16_t version = 0;  // the file's format version (trace.md §7)
   std::shared_ptr<StepStore> store;
 
   const StringTable& strings() const { return store->strings(); }

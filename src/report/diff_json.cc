@@ -193,6 +193,9 @@ json DiffToJson(const DiffResult& result, const Run& a, const Run& b) {
         {"notes", diff.notes},
         {"setup", diff.setup.empty() ? json(nullptr) : json(diff.setup)},
         {"divergence", diff.numeric ? NumericJson(*diff.numeric, ta, tb) : json(nullptr)},
+        {"latent", diff.latent ? NumericJson(*diff.latent, ta, tb) : json(nullptr)},
+        {"unattributed_step",
+         diff.unattributed_step ? json(*diff.unattributed_step) : json(nullptr)},
         {"structural", diff.structural ? StructuralJson(*diff.structural, ta, tb) : json(nullptr)},
         {"structural_summary",
          diff.structure ? SummaryJson(*diff.structure, ta, tb) : json(nullptr)}};

@@ -118,9 +118,24 @@ std::string ProducerText(const Producer& producer, const RankTrace& trace) {
   return text + ")" + (producer.unpaired ? ", an op the other run did not run" : "");
 }
 
+// "momentum 0.10000000000000001 -> 0.20000000000000001, eps ..." for the scalar slots that differ.
+std::string DifferingArguments(const Ctx& ctx, const NumericDivergence& numeric) {
+  std::string text;
+  for (const ArgComparison& slot : numeric.inputs) {
+    if (!slot.Differs() || slot.a == nullptr || slot.b == nullptr) continue;
+    if (slot.a->kind != ArgKind::kScalar) continue;
+    text += (text.empty() ? "" : ", ") + OrDash(slot.name) + " " +
+            DescribeArg(*slot.a, ctx.ta.strings()) + " -> " + DescribeArg(*slot.b, ctx.tb.strings());
+  }
+  return text;
+}
+
 void Numeric(const Ctx& ctx, const NumericDivergence& numeric) {
   const OpRecord& op = *numeric.a.op;
-  if (numeric.verdict == Verdict::kCulprit) {
+  if (numeric.verdict == Verdict::kLatent) {
+    ctx.out << "  LATENT  step " << numeric.a.step << ", " << PhaseName(op.phase) << ", "
+            << ctx.ta.Str(op.op) << "\n";
+  } else if (numeric.verdict == Verdict::kCulprit) {
     ctx.out << "  CULPRIT  step " << numeric.a.step << ", " << PhaseName(op.phase) << ", "
             << ctx.ta.Str(op.op) << "\n";
   } else {
@@ -138,6 +153,13 @@ void Numeric(const Ctx& ctx, const NumericDivergence& numeric) {
   Slots(ctx, "inputs", numeric.inputs, numeric.tolerance);
   Slots(ctx, "outputs", numeric.outputs, numeric.tolerance);
   const bool tolerant = !numeric.tolerance.empty() && numeric.tolerance != "bitwise";
+  if (numeric.verdict == Verdict::kLatent) {
+    ctx.out << "  verdict: latent — argument " << DifferingArguments(ctx, numeric)
+            << " differs;\n           every tensor this op read and wrote is bitwise "
+               "identical here: the difference\n           has not changed a value yet, "
+               "it may in a later step or a path not taken here.\n";
+    return;
+  }
   if (numeric.verdict == Verdict::kCulprit) {
     bool args_differ = false;
     for (const ArgComparison& slot : numeric.inputs) args_differ |= slot.Differs();
@@ -335,6 +357,24 @@ void Rank(const Ctx& ctx, const RankDiff& diff) {
             << (diff.verdict == Verdict::kRng ? "random state" : "input data")
             << ") before any op computed differently;\n           the op below is where it "
                "shows first.\n\n";
+  }
+  if (diff.verdict == Verdict::kUnattributed) {
+    ctx.out << "  UNATTRIBUTED  step " << *diff.unattributed_step
+            << ": the step digests differ, yet every compared op is equal.\n"
+               "  verdict: unattributed — the runs recorded different bytes that upguard cannot "
+               "attribute\n           to an op (a gap in the diff: please report it with both "
+               "runs); not identical.\n";
+    return;
+  }
+  if (diff.verdict == Verdict::kLatent) {
+    Numeric(ctx, *diff.latent);
+    if (diff.numeric) {
+      ctx.out << "\n  then, the first numerical divergence:\n";
+      Numeric(ctx, *diff.numeric);
+    } else {
+      ctx.out << "  no op diverged numerically in the steps compared.\n";
+    }
+    return;
   }
   if (diff.verdict == Verdict::kStructural) {
     Structural(ctx, *diff.structural);

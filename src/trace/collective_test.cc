@@ -278,7 +278,8 @@ TEST(CollectiveStepDigestTest, DocumentedBytes) {
   const Digest128 digest = StepDigestOf(
       "op name=c\n  out alias float32[4]\ncollective op=0\n  out tensor float32[4] digest=@s\n"
       "stepend 0\n");
-  std::string bytes = std::string("c\0\xFF\x03\xFF", 5);  // the op, no inputs, an alias
+  // The op, no inputs, an alias (dtype float32, 1 dimension of 4).
+  std::string bytes = std::string("c\0\xFF\x03\x01\x01\x04\xFF", 8);
   bytes += std::string("\x06\x00\x01\x01", 4);            // mark, index 0, completed, tensor
   AppendDigest(DigestBytes("s", 1), &bytes);              // its digest
   bytes += "\xFF";                                        // end of the outputs

@@ -214,7 +214,7 @@ bool DecodeOp(std::string_view payload, const StringTable& strings, size_t id_li
   if (!in.Varint("seq", &op->seq) || !in.Varint32("step", &op->step) || !in.U8("phase", &phase)) {
     return false;
   }
-  if (phase > static_cast<uint8_t>(Phase::kOptimizer)) {
+  if (phase > static_cast<uint8_t>(kMaxPhase)) {
     return in.Fail("unknown phase " + std::to_string(phase) + " (written by a newer upguard?)");
   }
   op->phase = static_cast<Phase>(phase);

@@ -60,7 +60,7 @@ Status CheckArg(const ArgRecord& arg, const StringTable& strings, const char* si
 
 // Everything EncodeOp refuses, checked before a byte is written.
 Status CheckOp(const OpRecord& op, const StringTable& strings) {
-  if (static_cast<uint8_t>(op.phase) > static_cast<uint8_t>(Phase::kOptimizer)) {
+  if (static_cast<uint8_t>(op.phase) > static_cast<uint8_t>(kMaxPhase)) {
     return InvalidArgument("cannot write op: unknown phase " +
                            std::to_string(static_cast<int>(op.phase)));
   }

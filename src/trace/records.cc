@@ -57,6 +57,8 @@ std::string_view PhaseName(Phase phase) {
       return "backward";
     case Phase::kOptimizer:
       return "optimizer";
+    case Phase::kInput:
+      return "input";
   }
   return "unknown";
 }

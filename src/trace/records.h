@@ -25,8 +25,11 @@ enum class Phase : uint8_t {
   kForward = 1,
   kBackward = 2,
   kOptimizer = 3,
+  kInput = 4,  // the input pipeline: DataLoader work in the training process (version 3)
 };
-std::string_view PhaseName(Phase phase);  // "other", "forward", "backward", "optimizer"
+inline constexpr Phase kMaxPhase = Phase::kInput;
+// "other", "forward", "backward", "optimizer", "input"
+std::string_view PhaseName(Phase phase);
 
 // What one argument (input) or result (output) of an op holds. Serialized: never renumber.
 enum class ArgKind : uint8_t {

@@ -9,9 +9,12 @@
 //   StepEndRecord end{step, digester.op_count(), digester.Finish()};
 //   digester.Reset();
 //
-// Only op names, arg kinds and tensor/scalar digests enter it: module paths and call sites name
-// an op, they do not change what it computed. A scalar's digest is DigestBytes(text), recomputed
-// from the string table (ArgRecord::digest is not trusted for scalars).
+// It covers exactly what the diff compares (version 3): op names, arg kinds, tensor and scalar
+// digests, the dtype and shape of args without values; not input-pipeline ops, and not nested
+// ops enclosed by a top-level op with a result (the diff does not let those make a verdict when
+// their top-level op is equal). Module paths and call sites name an op, they do not change what
+// it computed. A scalar's digest is DigestBytes(text), recomputed from the string table
+// (ArgRecord::digest is not trusted for scalars).
 #pragma once
 
 #include <cstdint>
@@ -40,6 +43,7 @@ class StepDigester {
   void Reset();
 
  private:
+  void FoldPending();
   struct State;
   std::unique_ptr<State> state_;
   uint64_t op_count_ = 0;

@@ -57,6 +57,9 @@ TEST_F(TraceStepDigestTest, MatchesTheSpecByteString) {
   bytes.push_back(static_cast<char>(ArgKind::kTensor));
   AppendDigest(op_.outputs[0].digest, &bytes);
   bytes.push_back(static_cast<char>(ArgKind::kAlias));
+  bytes.push_back(static_cast<char>(DType::kFloat32));  // version 3: dtype and shape
+  bytes.push_back('\x01');
+  bytes.push_back('\x04');
   bytes.push_back('\xFF');
   const XXH128_hash_t expected = XXH3_128bits(bytes.data(), bytes.size());
   EXPECT_EQ(DigestOf({op_}), (Digest128{expected.high64, expected.low64}));
@@ -72,10 +75,8 @@ TEST_F(TraceStepDigestTest, NamesDoNotCountValuesDo) {
   renamed.module = strings_.Intern("blocks.7.attn");
   renamed.call_site = strings_.Intern("other.py:1");
   renamed.node = strings_.Intern("MulBackward0");
-  renamed.depth = 3;
   renamed.phase = Phase::kBackward;
   renamed.inputs[1].digest = Digest128{1, 1};  // a scalar's digest comes from its text
-  renamed.outputs[1].shape = {2, 2};           // alias shapes are not hashed
   renamed.inputs[0].has_stats = true;
   renamed.inputs[0].stats.max = 99;
   EXPECT_EQ(DigestOf({op_, renamed}), base);
@@ -96,6 +97,12 @@ TEST_F(TraceStepDigestTest, NamesDoNotCountValuesDo) {
   changed = op_;
   changed.outputs[1].kind = ArgKind::kUninit;
   EXPECT_TRUE(differs(changed)) << "arg kind";
+  changed = op_;
+  changed.outputs[1].shape = {2, 2};
+  EXPECT_TRUE(differs(changed)) << "alias shape (the diff compares it)";
+  changed = op_;
+  changed.outputs[1].dtype = DType::kFloat64;
+  EXPECT_TRUE(differs(changed)) << "alias dtype";
   changed = op_;
   changed.outputs.insert(changed.outputs.begin(), changed.inputs.back());
   changed.inputs.pop_back();
@@ -149,6 +156,40 @@ TEST_F(TraceStepDigestTest, WrittenStepEndsVerify) {
     ++step_ends;
   }
   EXPECT_EQ(step_ends, 2);
+}
+
+// Version 3: the digest covers what the diff compares. A nested op is vouched for by the
+// top-level op after it when that op has a result, so scratch values inside an equal op do not
+// count; nested ops of a top-level op without a result, and nested ops no top-level op
+// encloses, do; input-pipeline ops never do.
+TEST_F(TraceStepDigestTest, CoversWhatTheDiffCompares) {
+  OpRecord nested = op_;
+  nested.depth = 1;
+  OpRecord top = op_;
+  const Digest128 base = DigestOf({nested, top});
+  OpRecord scratch = nested;
+  scratch.outputs[0].digest.low ^= 4;
+  EXPECT_EQ(DigestOf({scratch, top}), base) << "inside a top-level op with a result";
+  OpRecord deeper = nested;
+  deeper.depth = 2;
+  deeper.outputs[0].digest.low ^= 8;
+  EXPECT_EQ(DigestOf({deeper, scratch, top}), base) << "any depth";
+  // Extra nested ops (a kernel's copy_ with more threads) do not change the digest either; the
+  // StepEnd's op count still tells the steps apart.
+  EXPECT_EQ(DigestOf({scratch, top}), DigestOf({top}));
+
+  OpRecord no_result = op_;
+  no_result.outputs.clear();
+  EXPECT_NE(DigestOf({scratch, no_result}), DigestOf({nested, no_result}))
+      << "nothing vouches inside an op without a result";
+  EXPECT_NE(DigestOf({top, scratch}), DigestOf({top, nested})) << "no enclosing op: counted";
+
+  OpRecord input = op_;
+  input.phase = Phase::kInput;
+  OpRecord other_input = input;
+  other_input.outputs[0].digest.low ^= 16;
+  EXPECT_EQ(DigestOf({input, top}), DigestOf({other_input, top})) << "input pipeline";
+  EXPECT_EQ(DigestOf({input, top}), DigestOf({top, other_input}));
 }
 
 }  // namespace

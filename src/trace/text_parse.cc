@@ -177,7 +177,7 @@ Status TextParser::ParseOp(const std::vector<TextToken>& tokens) {
       (key == "step" ? op_.step : op_.depth) = static_cast<uint32_t>(number);
     } else if (key == "phase") {
       bool found = false;
-      for (uint8_t code = 0; code <= static_cast<uint8_t>(Phase::kOptimizer) && !found; ++code) {
+      for (uint8_t code = 0; code <= static_cast<uint8_t>(kMaxPhase) && !found; ++code) {
         found = PhaseName(static_cast<Phase>(code)) == value;
         if (found) op_.phase = static_cast<Phase>(code);
       }

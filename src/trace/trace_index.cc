@@ -66,6 +66,7 @@ Status TraceIndex::OpenRecords() {
   const char* const data = file_->data();
   const uint64_t size = file_->size();
   RETURN_IF_ERROR(CheckFileHeader(path_, data, std::min<uint64_t>(size, kFileHeaderBytes)));
+  version_ = DecodeFileHeader(data).version;
   offset_ = kFileHeaderBytes;
   uint8_t type = 0;
   std::string_view payload;

@@ -78,6 +78,7 @@ class TraceIndex {
   bool indexed_all() const { return done_; }
 
   const std::string& path() const { return path_; }
+  uint16_t version() const { return version_; }  // the header's format version
   const std::string& meta_json() const { return meta_json_; }
   // The strings defined by the records indexed so far.
   const StringTable& strings() const { return strings_; }
@@ -132,6 +133,7 @@ class TraceIndex {
   void Damage(const RecordError& error);
 
   std::unique_ptr<MappedFile> file_;
+  uint16_t version_ = 0;
   std::string path_;
   std::string meta_json_;
   StringTable strings_;
