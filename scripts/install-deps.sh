@@ -6,7 +6,7 @@ packages=(
   build-essential cmake pkg-config
   libxxhash-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev
   python3 python3-dev python3-torch libtorch-dev pybind11-dev python3-pybind11
-  python3-numpy python3-pytest
+  python3-numpy python3-pytest python3-torchvision
 )
 
 missing=()

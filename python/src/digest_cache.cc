@@ -8,7 +8,7 @@ constexpr size_t kMaxPerStorage = 8;
 
 bool Cacheable(const at::Tensor& tensor) {
   return tensor.defined() && tensor.has_storage() && tensor.layout() == c10::kStrided &&
-         tensor.device().is_cpu();
+         tensor.device().is_cpu() && !tensor.is_inference() && !tensor.is_nested();
 }
 
 }  // namespace

@@ -1,13 +1,23 @@
 // Digests of tensors already hashed, so the same bytes are not hashed twice: most op inputs
 // are outputs of earlier ops (activations) or parameters hashed at their last update.
 //
-// An entry is keyed by what fixes a tensor's values: its storage, offset, dtype, sizes,
-// strides and the storage's version counter. It is dropped when any op writes the storage
-// (an in-place op, an out= op, a write through `.data`, which has its own version counter),
-// and it pins the storage's address with a weak reference so a freed storage's address cannot
-// be reused by a new tensor while the entry lives. Memory written behind PyTorch's back
-// (numpy writing into a from_numpy tensor's buffer in place) is not seen: such a change shows
-// up at the consuming op's output instead of its input.
+// Invariant: a hit returns the digest of the bytes the tensor holds now. Never the digest of
+// bytes that are no longer there. What enforces it:
+//   - An entry is keyed by what fixes a tensor's values: its storage, offset, dtype, sizes,
+//     strides and the storage's version counter, which every declared in-place or out= write
+//     through autograd moves.
+//   - Every write an op makes is also dropped by storage when the op ends (ForgetWritten): its
+//     value results and the inputs it writes (OpInfo::written_inputs), including writes the
+//     schema does not declare and that move no version counter (undeclared_writes.h, measured
+//     by write_probe.h: batch norm's running statistics, RReLU's noise). An op with undeclared
+//     writes that is not recorded drops them at its entry instead.
+//   - Inference tensors have no version counter and may be written in place inside
+//     inference_mode: they are never cached.
+//   - An entry pins its storage with a weak reference, so a freed storage's address cannot be
+//     reused by a new tensor while the entry lives.
+// Not seen: memory written behind PyTorch's back (numpy writing into a from_numpy tensor's
+// buffer in place); such a change shows up at the consuming op's output instead of its input,
+// and in the model state at the step's end.
 #pragma once
 
 #include <ATen/core/Tensor.h>

@@ -40,7 +40,8 @@ DType ToDType(c10::ScalarType type) {
 }
 
 bool IsReadable(const at::Tensor& tensor) {
-  return tensor.defined() && tensor.layout() == c10::kStrided && tensor.device().is_cpu() &&
+  return tensor.defined() && !tensor.is_nested() && tensor.layout() == c10::kStrided &&
+         tensor.device().is_cpu() &&
          tensor.has_storage() && ToDType(tensor.scalar_type()) != DType::kInvalid &&
          !tensor.is_conj() && !tensor.is_neg();
 }
@@ -130,6 +131,8 @@ Arg TensorArg(const at::Tensor& tensor, std::string_view name, ArgKind wanted, A
   }
   TensorView view;
   view.dtype = ToDType(tensor.scalar_type());
+  // A nested tensor has no sizes (asking throws): opaque, with its dtype only.
+  if (tensor.is_nested()) return Arg::Shaped(ArgKind::kOpaque, name, view);
   view.ndim = static_cast<int>(tensor.dim());
   view.sizes = tensor.sizes().data();
   if (!IsReadable(tensor)) return Arg::Shaped(ArgKind::kOpaque, name, view);
@@ -186,6 +189,16 @@ void AppendTensorValues(const c10::IValue& value, std::string_view name, ArgBatc
   AppendValue(value, name, ArgKind::kTensor, batch);
 }
 
+namespace {
+
+// Inference tensors have no version counter (reading it throws): they count as unchanged until
+// an op is seen writing them.
+int64_t VersionOf(const at::Tensor& tensor) {
+  return tensor.is_inference() ? -1 : static_cast<int64_t>(tensor._version());
+}
+
+}  // namespace
+
 UninitTracker& Uninit() {
   static auto* tracker = new UninitTracker();  // lives until exit; callbacks may run late
   return *tracker;
@@ -196,7 +209,7 @@ void UninitTracker::MarkUninit(const at::Tensor& tensor) {
   c10::StorageImpl* storage = tensor.storage().unsafeGetStorageImpl();
   std::lock_guard<std::mutex> lock(mu_);
   Entry entry{c10::weak_intrusive_ptr<c10::StorageImpl>(tensor.storage().getWeakStorageImpl()),
-              tensor._version()};
+              VersionOf(tensor)};
   entries_.insert_or_assign(storage, std::move(entry));
 }
 
@@ -211,7 +224,7 @@ bool UninitTracker::IsUninit(const at::Tensor& tensor) {
   std::lock_guard<std::mutex> lock(mu_);
   if (entries_.empty()) return false;
   auto it = entries_.find(tensor.storage().unsafeGetStorageImpl());
-  return it != entries_.end() && it->second.version == tensor._version();
+  return it != entries_.end() && it->second.version == VersionOf(tensor);
 }
 
 void UninitTracker::DropExpired() {
@@ -249,6 +262,11 @@ void RememberDigests(const ArgBatch& batch, const std::vector<ArgRecord>& record
   }
 }
 
+void ForgetWritten(const at::Tensor& tensor) {
+  Uninit().MarkWritten(tensor);
+  Digests().Invalidate(tensor);
+}
+
 void TrackResults(const OpInfo& info, const std::vector<c10::IValue>& values) {
   for (size_t idx = 0; idx < values.size(); ++idx) {
     switch (info.Result(idx)) {
@@ -256,10 +274,7 @@ void TrackResults(const OpInfo& info, const std::vector<c10::IValue>& values) {
         ForEachTensor(values[idx], [](const at::Tensor& t) { Uninit().MarkUninit(t); });
         break;
       case ResultKind::kValue:
-        ForEachTensor(values[idx], [](const at::Tensor& t) {
-          Uninit().MarkWritten(t);
-          Digests().Invalidate(t);
-        });
+        ForEachTensor(values[idx], [](const at::Tensor& t) { ForgetWritten(t); });
         break;
       case ResultKind::kView:
         break;

@@ -66,6 +66,9 @@ void AppendTensorValues(const c10::IValue& value, std::string_view name, ArgBatc
 void ForEachTensor(const c10::IValue& value, const std::function<void(const at::Tensor&)>& fn);
 // Puts the digests the recorder just computed for `batch` into the digest cache.
 void RememberDigests(const ArgBatch& batch, const std::vector<ArgRecord>& records);
+// An op wrote `tensor` (maybe behind its version counter): its cached digest is stale and its
+// contents are defined.
+void ForgetWritten(const at::Tensor& tensor);
 // Updates the UninitTracker from an op's results (called for every op, recorded or not).
 void TrackResults(const OpInfo& info, const std::vector<c10::IValue>& values);
 

@@ -9,6 +9,8 @@
 
 #include "adapter.h"
 #include "collectives.h"
+#include "undeclared_writes.h"
+#include "write_probe.h"
 
 namespace py = pybind11;
 
@@ -161,4 +163,20 @@ PYBIND11_MODULE(_C, m) {
   m.def("record_model_inputs", &adapter::RecordModelInputsFromPython, py::arg("tensors"));
   m.def("enter_module", &adapter::EnterModule, py::arg("path"));
   m.def("exit_module", &adapter::ExitModule);
+  m.def(
+      "probe_writes",
+      [](bool on) {
+        if (on) adapter::StartWriteProbe();
+        return on ? std::vector<adapter::WriteFinding>{} : adapter::StopWriteProbe();
+      },
+      py::arg("on"),
+      "Starts (True) or stops (False) the write probe (write_probe.h); stopping returns "
+      "(op, argument, in the table) for every input an op wrote without its schema saying so.");
+  m.def("undeclared_write_table", [] {
+    std::vector<std::tuple<std::string, std::string, std::string>> rows;
+    for (const adapter::UndeclaredWrite& write : adapter::UndeclaredWrites()) {
+      rows.emplace_back(write.op, write.arg, write.why);
+    }
+    return rows;
+  });
 }

@@ -47,6 +47,9 @@ struct OpContext : at::ObserverContext {
   std::string_view call_site;
   std::string_view node;
   HeldInputs held;  // for a targeted capture (capture.h)
+  // The inputs the op writes (OpInfo::written_inputs), kept from entry: the RecordFunction's
+  // inputs are gone at exit. Recorded as outputs when no result returns them.
+  std::vector<std::pair<std::string_view, c10::IValue>> written;
 };
 
 std::atomic<Recorder*> g_recorder{nullptr};
@@ -207,8 +210,54 @@ std::unique_ptr<at::ObserverContext> EnterOp(const at::RecordFunction& fn, Threa
   RememberDigests(batch, ctx->inputs);
   ctx->held = HoldInputs(info, batch, ctx->inputs, recorder->step(), recorder->ops_in_step(),
                          fn.name(), ctx->module, phase);
+  for (int idx : info.written_inputs) {
+    if (static_cast<size_t>(idx) < fn.inputs().size()) {
+      ctx->written.emplace_back(info.input_names[idx], fn.inputs()[idx]);
+    }
+  }
   ts.busy = false;
   return ctx;
+}
+
+// An op not recorded still changes what it writes: forget the digests of its undeclared
+// writes now (declared ones move the version counter). Nothing digests them before it ends:
+// a nested op that does is recorded and forgets them itself at its exit.
+void ForgetUndeclaredWrites(const at::RecordFunction& fn, const ThreadState& ts) {
+  if (ts.busy || g_recorder.load(std::memory_order_acquire) == nullptr) return;
+  const OpInfo& info = LookupOpInfo(fn);
+  if (!info.undeclared_writes) return;
+  for (int idx : info.written_inputs) {
+    if (static_cast<size_t>(idx) >= fn.inputs().size()) continue;
+    ForEachTensor(fn.inputs()[idx], [](const at::Tensor& t) { ForgetWritten(t); });
+  }
+}
+
+bool Returned(const at::Tensor& tensor, const std::vector<c10::IValue>& results) {
+  bool found = false;
+  for (const c10::IValue& result : results) {
+    ForEachTensor(result, [&](const at::Tensor& t) {
+      found |= t.unsafeGetTensorImpl() == tensor.unsafeGetTensorImpl();
+    });
+  }
+  return found;
+}
+
+// The inputs the op wrote: their cached digests are stale now (before anything is digested),
+// and those no result returns are recorded as outputs (running statistics, a foreach op's
+// tensors), digested as they are after the op.
+void ForgetWrittenInputs(const std::vector<std::pair<std::string_view, c10::IValue>>& written) {
+  for (const auto& entry : written) {
+    ForEachTensor(entry.second, [](const at::Tensor& t) { ForgetWritten(t); });
+  }
+}
+
+void AppendWrittenInputs(const std::vector<std::pair<std::string_view, c10::IValue>>& written,
+                         const std::vector<c10::IValue>& results, ArgBatch* batch) {
+  for (const auto& [name, value] : written) {
+    bool returned = true;
+    ForEachTensor(value, [&](const at::Tensor& t) { returned &= Returned(t, results); });
+    if (!returned) AppendTensorValues(value, name, batch);
+  }
 }
 
 // At the end of a top-level forward op: the autograd nodes it created map to its module and
@@ -280,6 +329,7 @@ std::unique_ptr<at::ObserverContext> OnOpEnter(const at::RecordFunction& fn) {
   }
   const uint32_t depth = ts.depth++;
   auto ctx = Guarded(fn, ts, [&] { return EnterOp(fn, ts, depth); });
+  if (ctx == nullptr) Guarded(fn, ts, [&] { ForgetUndeclaredWrites(fn, ts); });
   // After EnterOp: the collective's inputs are digested before they count as in flight.
   if (std::strncmp(fn.name(), "c10d::", 6) == 0) {
     Guarded(fn, ts, [&] { LaunchIfCollective(fn, ts, depth); });
@@ -299,8 +349,10 @@ RecordedOp ExitOp(const at::RecordFunction& fn, at::ObserverContext* ctx_base, T
   if (ctx_base == nullptr) return {};
   auto* ctx = static_cast<OpContext*>(ctx_base);
   ts.busy = true;
+  ForgetWrittenInputs(ctx->written);
   ArgBatch batch;
   AppendOutputs(info, fn.outputs(), &batch);
+  AppendWrittenInputs(ctx->written, fn.outputs(), &batch);
   std::vector<ArgRecord> outputs = recorder->DigestArgs(batch.args);
   RememberDigests(batch, outputs);
   std::vector<Digest128> output_digests;

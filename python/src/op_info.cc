@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "undeclared_writes.h"
+
 namespace upguard::torch_adapter {
 namespace {
 
@@ -27,6 +29,21 @@ bool OverwritesSelf(std::string_view name) {
       "aten::fill_",      "aten::zero_",       "aten::copy_",     "aten::normal_",
       "aten::uniform_",   "aten::random_",     "aten::cauchy_",   "aten::exponential_",
       "aten::geometric_", "aten::log_normal_", "aten::bernoulli_"};
+  for (std::string_view op : kOps) {
+    if (name == op) return true;
+  }
+  return false;
+}
+
+// In-place ops that change a tensor's sizes, strides or storage and write no values: their
+// result holds what `self` (or the storage set) held, so it is a view. Digesting it would read
+// memory that may not be initialized (as_strided_ on a fresh buffer in sparse kernels).
+bool ChangesOnlyMetadata(std::string_view name) {
+  static constexpr std::string_view kOps[] = {
+      "aten::as_strided_", "aten::set_",       "aten::squeeze_",  "aten::unsqueeze_",
+      "aten::transpose_",  "aten::t_",         "aten::swapdims_", "aten::swapaxes_",
+      "aten::detach_",     "aten::_coalesced_", "aten::sparse_resize_",
+      "aten::sparse_resize_and_clear_"};
   for (std::string_view op : kOps) {
     if (name == op) return true;
   }
@@ -98,6 +115,7 @@ void DescribeCollective(const c10::FunctionSchema& schema, OpInfo* info) {
   }
   for (ResultKind& kind : info->results) kind = ResultKind::kView;
   info->pure_view = false;
+  info->written_inputs.clear();  // recorded at completion (collectives.h)
 }
 
 OpInfo Build(const at::RecordFunction& fn) {
@@ -109,11 +127,18 @@ OpInfo Build(const at::RecordFunction& fn) {
   c10::optional<c10::FunctionSchema> schema = fn.operator_schema();
   if (!schema) return info;
   const bool no_values = DefinesNoValues(name);
+  const bool metadata_only = ChangesOnlyMetadata(name);
   const c10::TypePtr optional_generator = c10::OptionalType::create(c10::GeneratorType::get());
   for (const c10::Argument& arg : schema->arguments()) {
     if (info.generator_arg < 0 && arg.type()->isSubtypeOf(*optional_generator)) {
       info.generator_arg = static_cast<int>(info.input_names.size());
     }
+    const bool declared = arg.alias_info() != nullptr && arg.alias_info()->isWrite();
+    const bool undeclared = !declared && IsUndeclaredWrite(name, arg.name());
+    if ((declared && !metadata_only) || undeclared) {
+      info.written_inputs.push_back(static_cast<int>(info.input_names.size()));
+    }
+    info.undeclared_writes |= undeclared;
     info.input_names.push_back(arg.name());
     info.input_is_out.push_back(arg.is_out());
   }
@@ -122,7 +147,7 @@ OpInfo Build(const at::RecordFunction& fn) {
     ResultKind kind = ResultKind::kValue;
     if (no_values) {
       kind = ResultKind::kUninit;
-    } else if (alias != nullptr && !alias->isWrite()) {
+    } else if (alias != nullptr && (!alias->isWrite() || metadata_only)) {
       kind = ResultKind::kView;
     }
     info.results.push_back(kind);
@@ -132,8 +157,8 @@ OpInfo Build(const at::RecordFunction& fn) {
       schema->arguments().begin(), schema->arguments().end(), [](const c10::Argument& arg) {
         return arg.alias_info() != nullptr && arg.alias_info()->isWrite();
       });
-  info.writes_inputs = writes;
-  info.pure_view = !writes && !info.results.empty() &&
+  info.writes_inputs = (writes && !metadata_only) || info.undeclared_writes;
+  info.pure_view = (!writes || metadata_only) && !info.results.empty() &&
                    std::all_of(info.results.begin(), info.results.end(),
                                [](ResultKind kind) { return kind == ResultKind::kView; });
   if (StartsWith(name, "c10d::")) DescribeCollective(*schema, &info);

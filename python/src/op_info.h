@@ -3,7 +3,9 @@
 // Alias annotations decide what is a value: a result that aliases an input without writing it
 // (`Tensor(a)`) is a view and is not digested; a written alias (`Tensor(a!)`, in-place and out=
 // results) is. `out=` arguments are inputs whose old contents the op never reads. The empty*
-// and resize_ family defines no values at all.
+// and resize_ family defines no values at all. In-place ops that change only metadata
+// (as_strided_, set_, squeeze_, ...) are written aliases that write no values: their result is
+// a view too. Writes the schema does not declare come from undeclared_writes.h.
 #pragma once
 
 #include <ATen/core/function_schema.h>
@@ -26,8 +28,14 @@ struct OpInfo {
   // The op overwrites `self` without reading it (fill_, zero_, copy_, random fills): its
   // old contents are recorded as kAlias, for the same reason.
   bool overwrites_self = false;
-  // Some argument is written (`Tensor(a!)`: in-place and out= ops).
+  // Some argument is written: `Tensor(a!)` (in-place and out= ops), or a write the schema
+  // does not declare (undeclared_writes.h).
   bool writes_inputs = false;
+  // The inputs the op writes, by argument index, declared or not (not for collectives, whose
+  // writes are recorded at completion). Recorded again as outputs after the op when no result
+  // returns them, and dropped from the digest cache.
+  std::vector<int> written_inputs;
+  bool undeclared_writes = false;  // some of written_inputs are not in the schema
   // A c10d collective (collectives.h): the argument whose tensors it writes (-1: none, as for
   // send and barrier) and the ProcessGroup argument. Its tensor results alias its arguments.
   bool collective = false;
