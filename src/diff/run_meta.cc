@@ -11,6 +11,7 @@ using nlohmann::json;
 enum class Kind : uint8_t {
   kInteger,
   kIntegerOrNull,
+  kIntegerOrString,
   kString,
   kBoolean,
   kStringArray,
@@ -40,14 +41,15 @@ constexpr Field kRecordOptionsFields[] = {WithFields("steps", Kind::kObject, kSt
 constexpr Field kProcessGroupFields[] = {
     {"name", Kind::kString}, {"ranks", Kind::kIntegerArray}, {"backend", Kind::kString}};
 
-// What the recorder (recorder.cc) and the engine (python/upguard/_meta.py) write.
+// What the recorder (recorder.cc) and the engine (python/upguard/_meta.py) write, and the
+// run-directory keys of docs/formats/trace.md §2.
 constexpr Field kRunMetaFields[] = {
     {"rank", Kind::kInteger},
     {"world_size", Kind::kInteger},
     {"local_rank", Kind::kInteger},
     {"pid", Kind::kInteger},
     {"trace_version", Kind::kInteger},
-    {"start_time", Kind::kInteger},
+    {"start_time", Kind::kIntegerOrString},  // the recorder's seconds; trace.md: ISO 8601
     {"intra_op_threads", Kind::kInteger},
     {"inter_op_threads", Kind::kInteger},
     {"argv", Kind::kStringArray},
@@ -59,6 +61,9 @@ constexpr Field kRunMetaFields[] = {
     {"upguard_version", Kind::kString},
     {"hostname", Kind::kString},
     {"against", Kind::kString},
+    {"format", Kind::kString},
+    {"created", Kind::kString},
+    {"ranks", Kind::kStringArray},
     {"deterministic_algorithms", Kind::kBoolean},
     {"cudnn_deterministic", Kind::kBoolean},
     {"complete", Kind::kBoolean},
@@ -73,6 +78,8 @@ const char* KindName(Kind kind) {
       return "an integer";
     case Kind::kIntegerOrNull:
       return "an integer or null";
+    case Kind::kIntegerOrString:
+      return "an integer or a string";
     case Kind::kString:
       return "a string";
     case Kind::kBoolean:
@@ -118,6 +125,9 @@ Status CheckValue(const json& value, const Field& field, const std::string& path
       return Status::Ok();
     case Kind::kIntegerOrNull:
       if (!value.is_null() && !IsInt64(value)) return WrongType(where, path, expected, value);
+      return Status::Ok();
+    case Kind::kIntegerOrString:
+      if (!value.is_string() && !IsInt64(value)) return WrongType(where, path, expected, value);
       return Status::Ok();
     case Kind::kString:
       if (!value.is_string()) return WrongType(where, path, expected, value);

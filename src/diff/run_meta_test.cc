@@ -35,6 +35,9 @@ json RecordedMeta() {
 TEST(RunMetaTest, RecordedMetadataPasses) {
   EXPECT_TRUE(CheckRunMeta(RecordedMeta(), "runs/a/meta.json").ok());
   EXPECT_TRUE(CheckRunMeta(json::object(), "runs/a/meta.json").ok());
+  json iso_time = RecordedMeta();  // docs/formats/trace.md writes start_time as ISO 8601
+  iso_time["start_time"] = "2024-05-01T12:00:00Z";
+  EXPECT_TRUE(CheckRunMeta(iso_time, "runs/a/meta.json").ok());
 }
 
 TEST(RunMetaTest, EveryWronglyTypedFieldIsNamed) {
@@ -56,6 +59,8 @@ TEST(RunMetaTest, EveryWronglyTypedFieldIsNamed) {
       {json::json_pointer("/record_options/ops"), "aten::*"},
       {json::json_pointer("/process_groups/0/ranks/1"), "1"},
       {json::json_pointer("/process_groups"), json::object()},
+      {json::json_pointer("/start_time"), json::array()},
+      {json::json_pointer("/ranks"), "rank0.ugt"},
   };
   for (const auto& [pointer, value] : cases) {
     json meta = RecordedMeta();
