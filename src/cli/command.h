@@ -1,5 +1,6 @@
 // The subcommands of the `upguard` CLI. Each one parses its own flags and returns the process
-// exit code, or a Status that main() prints and turns into exit code 2.
+// exit code, or a Status that main() prints and turns into exit code 2. They do not throw; an
+// exception that escapes one anyway is a bug, which main() reports as an internal error (exit 2).
 //
 // Exit codes (docs/cli.md): 0 ok / identical, 1 the runs diverged, 2 error (bad input, I/O).
 // `record` returns the recorded command's own exit code.

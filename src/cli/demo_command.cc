@@ -46,6 +46,7 @@ StatusOr<int> RunDemoCommand(int argc, char** argv) {
                                     std::pair<std::string, std::string>{"candidate", plant}}) {
     RecordRequest request;
     request.run_dir = out + "/" + name;
+    request.overwrite = true;  // the demo's own directories, replaced on every run
     request.command = {PythonInterpreter(),   script,    "--steps",
                        std::to_string(steps), "--plant", extra};
     request.quiet = true;

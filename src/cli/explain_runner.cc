@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "base/file.h"
 #include "cli/record_runner.h"
 #include "recorder/capture_selector.h"
 
@@ -64,8 +65,10 @@ StatusOr<Recaptured> Recapture(const Run& run, const char* side, int rank, uint3
   }
   const std::string out_dir = run.dir + "/explain";
   ASSIGN_OR_RETURN(RecordRequest request, RerunRequest(run, side, step, index, out_dir));
-  // The re-run's messages stay out of the report (opened by the child, after the directory
-  // was cleared and created).
+  request.overwrite = true;  // RUN/explain is upguard's: the last re-run replaces the one before
+  // The re-run's messages stay out of the report. They go straight into RUN/explain, not into
+  // the staged run, so that they are there to read when the re-run recorded nothing.
+  RETURN_IF_ERROR(MakeDirectories(out_dir));
   request.stderr_path = out_dir + "/stderr.txt";
   std::fprintf(stderr, "upguard diff --explain: re-running run %s (%s) to capture step %u #%zu\n",
                side, run.dir.c_str(), step, index);
@@ -75,7 +78,8 @@ StatusOr<Recaptured> Recapture(const Run& run, const char* side, int rank, uint3
   recaptured.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   recaptured.path = CapturePath(out_dir, rank, step, index);
-  if (!std::filesystem::exists(recaptured.path)) {
+  // Without a new run, a capture there is an earlier re-run's.
+  if (!outcome.recorded || !std::filesystem::exists(recaptured.path)) {
     return FailedPrecondition(
         "re-running run " + std::string(side) + "'s command did not reach step " +
         std::to_string(step) + " #" + std::to_string(index) + " (it exited with " +

@@ -2,6 +2,8 @@
 // main() only dispatches; every subcommand lives in its own <verb>_command.cc.
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <string>
 
 #include "cli/command.h"
 #include "upguard/version.h"
@@ -30,6 +32,28 @@ void PrintHelp() {
   std::printf("\nexit codes: 0 ok/identical, 1 diverged, 2 error.  `upguard <command> --help`\n");
 }
 
+// Runs the command; its Status becomes exit code 2. The core never throws, but a library it
+// calls may (nlohmann::json on a value of the wrong type, std::bad_alloc): that is a bug, said
+// as such, and still exit code 2 rather than an abort.
+int RunCommand(const upguard::CommandInfo& command, int argc, char** argv) {
+  std::string internal_error;
+  try {
+    upguard::StatusOr<int> code = command.run(argc, argv);
+    if (code.ok()) return *code;
+    std::fflush(stdout);
+    std::fprintf(stderr, "upguard %s: %s\n", command.name, code.status().message().c_str());
+    return upguard::kExitError;
+  } catch (const std::exception& error) {
+    internal_error = error.what();
+  } catch (...) {
+    internal_error = "an exception that is not a std::exception";
+  }
+  std::fflush(stdout);
+  std::fprintf(stderr, "upguard %s: internal error: %s; please report it with the command line\n",
+               command.name, internal_error.c_str());
+  return upguard::kExitError;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -48,11 +72,7 @@ int main(int argc, char** argv) {
       std::printf("%s", command.usage);
       return upguard::kExitOk;
     }
-    upguard::StatusOr<int> code = command.run(argc, argv);
-    if (code.ok()) return *code;
-    std::fflush(stdout);
-    std::fprintf(stderr, "upguard %s: %s\n", command.name, code.status().message().c_str());
-    return upguard::kExitError;
+    return RunCommand(command, argc, argv);
   }
   std::fprintf(stderr, "upguard: unknown command '%s'; run `upguard --help`\n", argv[1]);
   return upguard::kExitError;

@@ -21,10 +21,16 @@ const char kRecordUsage[] = R"(usage: upguard record -o DIR [options] -- COMMAND
 Runs COMMAND, a Python program that uses PyTorch, and records a digest of every operator's
 inputs and outputs into the run directory DIR (meta.json and rank<N>.ugt). No code change:
 recording starts when the program imports torch and stops when it exits. Steps end at each
-optimizer.step() unless the program calls upguard.step(). An earlier run in DIR is replaced.
+optimizer.step() unless the program calls upguard.step(). The run is recorded into
+DIR/.upguard-record-<pid> and moved into DIR only when the command has ended and left a
+trace: a command that records nothing leaves DIR as it was.
 
 options:
-  -o, --out DIR      the run directory to write (required)
+  -o, --out DIR      the run directory to write (required). A DIR that already holds a run
+                     (rank<N>.ugt, meta.json) is refused unless --overwrite; other files in DIR
+                     are kept
+  --overwrite        replace the run DIR holds: removes only the files upguard wrote there
+                     (rank<N>.ugt, meta.json, online*.json, its captures/ and explain/)
   --steps RANGE      record only steps A..B-1 ("A:B"), step N ("N"), "A:" or ":B"
   --max-depth N      record ops nested at most N deep; 0 = only ops called from user code
                      (default: every nested op, which pins a culprit inside composite ops)
@@ -41,7 +47,8 @@ options:
   --continue         with --against: record on after the first divergence
 
 exit code: the command's own (1 after a divergence with --against); 2 if upguard could not
-run it.
+run it, DIR holds a run and --overwrite was not given, or the command exited 0 having
+recorded nothing.
 
 example:
   upguard record -o runs/a -- /usr/bin/python3 train.py --lr 3e-4
@@ -49,6 +56,7 @@ example:
 
 StatusOr<int> RunRecordCommand(int argc, char** argv) {
   Flags flags("record", {{"out", 'o', true},
+                         {"overwrite", 0, false},
                          {"steps", 0, true},
                          {"max-depth", 0, true},
                          {"ops", 0, true},
@@ -69,6 +77,7 @@ StatusOr<int> RunRecordCommand(int argc, char** argv) {
   }
   RecordRequest request;
   request.run_dir = flags.Get("out");
+  request.overwrite = flags.Has("overwrite");
   request.command = flags.rest();
   if (flags.Has("steps")) {
     RETURN_IF_ERROR(ParseStepRange(flags.Get("steps")).status());
@@ -96,7 +105,8 @@ StatusOr<int> RunRecordCommand(int argc, char** argv) {
   const auto started = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(RecordOutcome outcome, RunRecorded(request));
   std::fprintf(stderr, "%s", outcome.summary.c_str());
-  if (request.against.empty()) return outcome.exit_code;
+  // Nothing recorded: run_dir was left as it was, and its online.json (if any) is not this run's.
+  if (request.against.empty() || !outcome.recorded) return outcome.exit_code;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return ReportOnline(request, outcome, seconds);

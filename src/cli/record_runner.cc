@@ -8,30 +8,16 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 
 #include "base/file.h"
 #include "cli/paths.h"
+#include "cli/run_staging.h"
 
 namespace upguard {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Removes an earlier run's files so the new run does not mix with them.
-Status ClearRunDir(const std::string& dir) {
-  RETURN_IF_ERROR(MakeDirectories(dir));
-  ASSIGN_OR_RETURN(std::vector<std::string> names, ListDirectory(dir));
-  for (const std::string& name : names) {
-    const bool stale = name == "meta.json" || name.rfind("online", 0) == 0 ||
-                       (name.rfind("rank", 0) == 0 && name.size() > 4 &&
-                        name.compare(name.size() - 4, 4, ".ugt") == 0);
-    if (!stale && name != "captures") continue;
-    std::error_code error;
-    fs::remove_all(fs::path(dir) / name, error);
-    if (error) return IoError("cannot replace " + dir + "/" + name + ": " + error.message());
-  }
-  return Status::Ok();
-}
 
 void SetChildEnvironment(const RecordRequest& request, const std::string& abs_dir) {
   const std::string package = PythonPackageDir();
@@ -67,8 +53,11 @@ std::string HumanBytes(uint64_t bytes) {
 }  // namespace
 
 StatusOr<RecordOutcome> RunRecorded(const RecordRequest& request) {
-  RETURN_IF_ERROR(ClearRunDir(request.run_dir));
-  const std::string abs_dir = fs::absolute(request.run_dir).lexically_normal().string();
+  ASSIGN_OR_RETURN(std::unique_ptr<RunStaging> staging,
+                   RunStaging::Begin(request.run_dir, request.overwrite));
+  // The command and every process it starts (torchrun's workers) record into the staging
+  // directory; nothing that meta.json holds names it (argv, cwd and against are the command's).
+  const std::string abs_dir = fs::absolute(staging->path()).lexically_normal().string();
   std::vector<char*> child_argv;
   for (const std::string& arg : request.command)
     child_argv.push_back(const_cast<char*>(arg.c_str()));
@@ -127,24 +116,26 @@ StatusOr<RecordOutcome> RunRecorded(const RecordRequest& request) {
   outcome.exit_code = WIFEXITED(wait_status)     ? WEXITSTATUS(wait_status)
                       : WIFSIGNALED(wait_status) ? 128 + WTERMSIG(wait_status)
                                                  : 1;
-  ASSIGN_OR_RETURN(std::vector<std::string> names, ListDirectory(request.run_dir));
+  ASSIGN_OR_RETURN(std::vector<std::string> names, ListDirectory(staging->path()));
   std::string files;
   for (const std::string& name : names) {
-    if (name.size() < 4 || name.compare(name.size() - 4, 4, ".ugt") != 0) continue;
+    if (!IsRankTraceName(name)) continue;
     std::error_code error;
-    uint64_t size = fs::file_size(fs::path(request.run_dir) / name, error);
+    uint64_t size = fs::file_size(fs::path(staging->path()) / name, error);
     outcome.trace_bytes += error ? 0 : size;
     files += " " + name + " (" + HumanBytes(error ? 0 : size) + ")";
   }
-  if (files.empty()) {
-    std::string why = "recorded nothing into " + request.run_dir +
-                      ": the command never imported torch under upguard. Run a Python program "
-                      "with the interpreter that has torch (" +
+  if (files.empty()) {  // `staging` goes: run_dir stays as it was
+    std::string why = "recorded nothing, so " + request.run_dir +
+                      " was left as it was: the command never imported torch under upguard. "
+                      "Run a Python program with the interpreter that has torch (" +
                       PythonInterpreter() + ")";
     if (outcome.exit_code == 0) return FailedPrecondition(why);
     outcome.summary = "upguard record: " + why + "\n";
     return outcome;
   }
+  RETURN_IF_ERROR(staging->Commit());
+  outcome.recorded = true;
   outcome.summary =
       "upguard record: wrote " + request.run_dir + ":" + files +
       (outcome.exit_code == 0 ? ""

@@ -10,7 +10,10 @@
 namespace upguard {
 
 struct RecordRequest {
-  std::string run_dir;
+  std::string run_dir;  // the run directory (-o DIR)
+  // Replace the run run_dir holds (only the files upguard wrote there); without it such a
+  // run_dir is refused (cli/run_staging.h).
+  bool overwrite = false;
   std::vector<std::string> command;
   std::string steps;  // "" = all
   int max_depth = -1;
@@ -21,6 +24,7 @@ struct RecordRequest {
   bool continue_after_divergence = false;
   bool quiet = false;       // send the command's stdout to /dev/null
   std::string stderr_path;  // "" = inherit; else the command's stderr goes to this file
+                            // (opened by the child: its directory must exist)
   // For re-running a recorded command (diff --explain): its working directory ("" = ours) and
   // environment variables to set in it.
   std::string cwd;
@@ -31,9 +35,14 @@ struct RecordOutcome {
   int exit_code = 0;    // the command's (128 + signal if it was killed)
   std::string summary;  // what was written, for people
   uint64_t trace_bytes = 0;
+  // A trace was written and the new run moved into run_dir; when false, run_dir is as it was.
+  bool recorded = false;
 };
 
-// Fails when the command cannot be started, or when it exited 0 but recorded nothing.
+// Records into a staging directory and moves the run into request.run_dir once the command
+// ended having written a trace (cli/run_staging.h). Fails when run_dir holds a run and
+// `overwrite` is not set, when the command cannot be started, or when it exited 0 but recorded
+// nothing.
 StatusOr<RecordOutcome> RunRecorded(const RecordRequest& request);
 
 }  // namespace upguard

@@ -51,6 +51,8 @@ StatusOr<RankDiff> DiffRankOfRuns(const Run& a, const Run& b, size_t rank_idx,
     ASSIGN_OR_RETURN(diff, DiffRank(ta, tb, options));
     if (ta.cuts() + tb.cuts() == cuts) break;
   }
+  // Reports index runs' ranks and result.ranks by RankDiff::rank: it is the position here.
+  diff.rank = static_cast<int>(rank_idx);
   if (diff.steps_compared == 0) {
     return FailedPrecondition("rank " + std::to_string(rank_idx) + ": " + a.dir + " and " + b.dir +
                               " recorded no step in common; record overlapping steps "

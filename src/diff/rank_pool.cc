@@ -1,12 +1,30 @@
 #include "diff/rank_pool.h"
 
 #include <algorithm>
+#include <exception>
 #include <mutex>
+#include <string>
 #include <system_error>
 #include <thread>
 #include <vector>
 
 namespace upguard {
+namespace {
+
+Status CallCatching(const std::function<Status(size_t)>& work, size_t rank_idx) {
+  std::string what;
+  try {
+    return work(rank_idx);
+  } catch (const std::exception& error) {
+    what = error.what();
+  } catch (...) {
+    what = "an exception that is not a std::exception";
+  }
+  return Internal("internal error at rank " + std::to_string(rank_idx) + ": " + what +
+                  "; please report it with the command line");
+}
+
+}  // namespace
 
 size_t RankThreads(int jobs, size_t count) {
   const size_t wanted =
@@ -29,7 +47,7 @@ Status RunRanks(size_t count, int jobs, const std::function<Status(size_t)>& wor
         if (next >= failed) return;  // all handed out, or a failure makes the rest moot
         rank_idx = next++;
       }
-      Status status = work(rank_idx);
+      Status status = CallCatching(work, rank_idx);
       if (status.ok()) continue;
       std::lock_guard<std::mutex> lock(mutex);
       if (rank_idx < failed) {

@@ -29,6 +29,8 @@ size_t RankThreads(int jobs, size_t count);
 
 // Calls work(rank_idx) once for each rank_idx in [0, count) (fewer after a failure, see above)
 // on RankThreads(jobs, count) threads; returns the failure of the lowest rank that failed.
+// An exception out of `work` (a bug: the core returns Status) is that rank's failure, an
+// Internal status, rather than std::terminate in a pool thread.
 Status RunRanks(size_t count, int jobs, const std::function<Status(size_t)>& work);
 
 }  // namespace upguard

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <filesystem>
 #include <memory>
+#include <stdexcept>
 #include <vector>
 
 #include "diff/diff.h"
@@ -41,6 +42,19 @@ TEST(RankPoolTest, EveryRankRunsOnce) {
     for (const std::atomic<int>& count : calls) EXPECT_EQ(count.load(), 1) << "jobs " << jobs;
   }
   EXPECT_TRUE(RunRanks(0, 4, [](size_t) { return Internal("no rank to run"); }).ok());
+}
+
+TEST(RankPoolTest, AnExceptionIsThatRanksInternalError) {
+  for (int jobs : {1, 4}) {
+    const Status status = RunRanks(8, jobs, [](size_t rank_idx) -> Status {
+      if (rank_idx == 3) throw std::runtime_error("type must be number, but is string");
+      return Status::Ok();
+    });
+    EXPECT_EQ(status.code(), StatusCode::kInternal);
+    EXPECT_EQ(status.message(),
+              "internal error at rank 3: type must be number, but is string; please report it "
+              "with the command line");
+  }
 }
 
 TEST(RankPoolTest, TheLowestFailingRanksErrorIsReturned) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/file.h"
+#include "diff/run_meta.h"
 
 namespace upguard {
 namespace {
@@ -16,8 +17,12 @@ StatusOr<nlohmann::json> ParseJsonFile(const std::string& path) {
     return DataLoss(path + ": not valid JSON metadata; the run directory may be damaged — " +
                     std::string(kRecordHint) + " again");
   }
+  RETURN_IF_ERROR(CheckRunMeta(json, path));
   return json;
 }
+
+// The largest world size a run directory can hold: rank<N>.ugt has at most 6 digits.
+constexpr int64_t kMaxWorldSize = 1000000;
 
 // "rank12.ugt" -> 12; -1 for other names.
 int RankOfFileName(const std::string& name) {
@@ -47,9 +52,45 @@ Status RankTrace::CheckAllOps() const {
 
 namespace {
 
-nlohmann::json ParseMeta(const std::string& meta_json) {
-  nlohmann::json meta = nlohmann::json::parse(meta_json, nullptr, false);
-  return meta.is_object() ? meta : nlohmann::json::object();
+// A trace's RunMeta record, its fields' types checked; an empty record is an empty object.
+StatusOr<nlohmann::json> ParseMeta(const std::string& path, const std::string& meta_json) {
+  if (meta_json.empty()) return nlohmann::json::object();
+  nlohmann::json meta = nlohmann::json::parse(meta_json, nullptr, /*allow_exceptions=*/false);
+  if (meta.is_discarded()) {
+    return DataLoss(path + ": its metadata record is not valid JSON; the trace may be damaged — " +
+                    std::string(kRecordHint) + " again");
+  }
+  RETURN_IF_ERROR(CheckRunMeta(meta, path));
+  return meta;
+}
+
+// A trace's rank is its file name's. The metadata, where it names a rank, must agree, and the
+// rank must be below the run's world size and the trace's own: a trace copied under another
+// rank's name would otherwise be compared as that rank, and a rank beyond the world size read
+// out of bounds.
+Status CheckRankIdentity(const RankTrace& trace, int file_rank, const Run& run,
+                         const std::string& world_size_source) {
+  const std::string hint =
+      "; each rank's trace must be named rank<R>.ugt after the rank that recorded it — copy the "
+      "right trace there or record the run again";
+  ASSIGN_OR_RETURN(std::optional<int64_t> meta_rank, MetaInt(trace.meta, "rank", trace.path));
+  if (meta_rank && *meta_rank != file_rank) {
+    return DataLoss(trace.path + ": its metadata says rank " + std::to_string(*meta_rank) +
+                    " but its file name says rank " + std::to_string(file_rank) + hint);
+  }
+  if (file_rank >= run.world_size) {
+    return DataLoss(trace.path + ": rank " + std::to_string(file_rank) +
+                    " is not below the run's world size " + std::to_string(run.world_size) + " (" +
+                    world_size_source + ")" + hint);
+  }
+  ASSIGN_OR_RETURN(std::optional<int64_t> trace_world_size,
+                   MetaInt(trace.meta, "world_size", trace.path));
+  if (trace_world_size && file_rank >= *trace_world_size) {
+    return DataLoss(trace.path + ": rank " + std::to_string(file_rank) +
+                    " is not below the world size its metadata says, " +
+                    std::to_string(*trace_world_size) + hint);
+  }
+  return Status::Ok();
 }
 
 // Every record through TraceReader, grouped into steps in memory.
@@ -57,7 +98,7 @@ StatusOr<RankTrace> LoadDecoded(const std::string& path, bool allow_damaged) {
   ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, TraceReader::Open(path));
   RankTrace trace;
   trace.path = path;
-  trace.meta = ParseMeta(reader->meta_json());
+  ASSIGN_OR_RETURN(trace.meta, ParseMeta(path, reader->meta_json()));
   trace.version = reader->version();
   std::vector<StepOps> steps;
   TraceRecord record;
@@ -97,7 +138,7 @@ StatusOr<RankTrace> LoadIndexed(const std::string& path, bool allow_damaged) {
   ASSIGN_OR_RETURN(std::unique_ptr<TraceIndex> index, TraceIndex::Open(path));
   RankTrace trace;
   trace.path = path;
-  trace.meta = ParseMeta(index->meta_json());
+  ASSIGN_OR_RETURN(trace.meta, ParseMeta(path, index->meta_json()));
   trace.version = index->version();
   trace.store = StepStore::FromIndex(std::move(index), allow_damaged);
   return trace;
@@ -108,7 +149,14 @@ StatusOr<RankTrace> LoadIndexed(const std::string& path, bool allow_damaged) {
 StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptions& options) {
   ASSIGN_OR_RETURN(RankTrace trace, options.decode_all ? LoadDecoded(path, options.allow_damaged)
                                                        : LoadIndexed(path, options.allow_damaged));
-  trace.rank = trace.meta.value("rank", 0);
+  // Alone, a trace is the rank its metadata names; LoadRun checks that against the file name.
+  ASSIGN_OR_RETURN(std::optional<int64_t> rank, MetaInt(trace.meta, "rank", path));
+  if (rank && (*rank < 0 || *rank >= kMaxWorldSize)) {
+    return DataLoss(path + ": its metadata says rank " + std::to_string(*rank) +
+                    ", not a rank (0 to " + std::to_string(kMaxWorldSize - 1) +
+                    "); record the run again");
+  }
+  trace.rank = static_cast<int>(rank.value_or(0));
   if (!options.index_on_demand) RETURN_IF_ERROR(trace.IndexAll());
   return trace;
 }
@@ -150,13 +198,25 @@ StatusOr<Run> LoadRun(const std::string& dir, const LoadOptions& options) {
   } else {
     run.meta = nlohmann::json::object();
   }
-  run.world_size = run.meta.value("world_size", static_cast<int>(rank_files.size()));
+  ASSIGN_OR_RETURN(std::optional<int64_t> world_size,
+                   MetaInt(run.meta, "world_size", dir + "/meta.json"));
+  if (world_size && (*world_size < 1 || *world_size > kMaxWorldSize)) {
+    return DataLoss(dir + "/meta.json: world_size " + std::to_string(*world_size) +
+                    " is not a world size (1 to " + std::to_string(kMaxWorldSize) +
+                    "); fix the field or record the run again");
+  }
+  run.world_size = static_cast<int>(world_size.value_or(static_cast<int64_t>(rank_files.size())));
+  const std::string world_size_source =
+      world_size ? "meta.json world_size" : "the number of rank<N>.ugt files";
   for (size_t idx = 0; idx < rank_files.size(); ++idx) {
-    if (rank_files[idx].first != static_cast<int>(idx)) {
+    const int file_rank = static_cast<int>(idx);
+    if (rank_files[idx].first != file_rank) {
       return DataLoss(dir + ": rank" + std::to_string(idx) + ".ugt is missing (found " +
                       rank_files[idx].second + "); copy every rank's trace into the directory");
     }
     ASSIGN_OR_RETURN(RankTrace trace, LoadRankTrace(rank_files[idx].second, options));
+    RETURN_IF_ERROR(CheckRankIdentity(trace, file_rank, run, world_size_source));
+    trace.rank = file_rank;
     run.ranks.push_back(std::move(trace));
   }
   return run;

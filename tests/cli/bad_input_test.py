@@ -5,6 +5,7 @@ and exit code 2. Run by ctest in the release and the ASan/UBSan debug presets.
 usage: bad_input_test.py UPGUARD UGT_TEXT
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -61,6 +62,55 @@ end
 """
 
 
+# Run metadata as upguard records it (recorder.cc + python/upguard/_meta.py), and for each
+# field a value of the wrong type. Written into a run's meta.json and into a trace's metadata
+# record, each must give exit code 2 and a message naming the field: never an exception.
+RECORDED_META = {
+    "argv": ["/usr/bin/python3", "train.py"], "executable": "/usr/bin/python3", "cwd": "/w",
+    "local_rank": 0, "process_groups": [{"name": "0", "ranks": [0], "backend": "gloo"}],
+    "torch_version": "1.13.1", "python_version": "3.11.2", "intra_op_threads": 4,
+    "inter_op_threads": 4, "deterministic_algorithms": False, "cudnn_deterministic": False,
+    "env": {"OMP_NUM_THREADS": "4"}, "launcher_argv": ["/usr/bin/python3", "-m", "torchrun"],
+    "upguard_version": "0.1.0", "trace_version": 1, "rank": 0, "world_size": 1,
+    "hostname": "h", "pid": 12, "start_time": 1700000000, "against": "/runs/ref",
+    "record_options": {"steps": {"first": 0, "last": None}, "max_depth": -1, "ops": [],
+                       "stats": True},
+    "complete": True,
+}
+WRONG_TYPES = [  # (path of keys, wrong value, the field as the message names it)
+    (("rank",), "0", "rank"), (("world_size",), "x", "world_size"),
+    (("world_size",), 1.5, "world_size"), (("local_rank",), [0], "local_rank"),
+    (("pid",), "12", "pid"), (("trace_version",), "1", "trace_version"),
+    (("start_time",), {}, "start_time"), (("format",), 1, "format"),
+    (("created",), 20240501, "created"), (("ranks",), "rank0.ugt", "ranks"), (("intra_op_threads",), "4", "intra_op_threads"),
+    (("inter_op_threads",), True, "inter_op_threads"), (("argv",), "python3 train.py", "argv"),
+    (("argv", 1), 7, "argv[1]"), (("launcher_argv",), {}, "launcher_argv"),
+    (("executable",), 3, "executable"), (("cwd",), ["/w"], "cwd"),
+    (("torch_version",), 1.13, "torch_version"), (("python_version",), None, "python_version"),
+    (("upguard_version",), [], "upguard_version"), (("hostname",), 1, "hostname"),
+    (("against",), {}, "against"), (("deterministic_algorithms",), "no", "deterministic_algorithms"),
+    (("cudnn_deterministic",), 0, "cudnn_deterministic"), (("complete",), "yes", "complete"),
+    (("env",), ["OMP_NUM_THREADS=4"], "env"), (("env", "OMP_NUM_THREADS"), 4, "env.OMP_NUM_THREADS"),
+    (("record_options",), [], "record_options"),
+    (("record_options", "max_depth"), "deep", "record_options.max_depth"),
+    (("record_options", "ops"), "aten::*", "record_options.ops"),
+    (("record_options", "stats"), "yes", "record_options.stats"),
+    (("record_options", "steps"), "0:4", "record_options.steps"),
+    (("record_options", "steps", "last"), "end", "record_options.steps.last"),
+    (("process_groups",), {"0": [0]}, "process_groups"),
+    (("process_groups", 0, "ranks"), "0", "process_groups[0].ranks"),
+]
+
+
+def with_wrong_type(keys, value):
+    meta = json.loads(json.dumps(RECORDED_META))
+    target = meta
+    for key in keys[:-1]:
+        target = target[key]
+    target[keys[-1]] = value
+    return meta
+
+
 def run(args, cwd):
     result = subprocess.run([UPGUARD] + args, cwd=cwd, capture_output=True, text=True,
                             timeout=60)
@@ -85,6 +135,11 @@ def check(name, args, cwd, *, code=2, must_say=()):
     if problems:
         failures.append(f"{name}: {'; '.join(problems)}\n  args: {args}\n  stdout: {out}\n"
                         f"  stderr: {err}")
+
+
+def as_rank(text, rank, world_size=2):
+    """`text` (a rank 0 of world size 1) as rank `rank` of `world_size`."""
+    return text.replace('"rank":0,"world_size":1', f'"rank":{rank},"world_size":{world_size}')
 
 
 def write_run(directory, text, rank=0):
@@ -148,13 +203,58 @@ def main():
               must_say=("corrupt/rank0.ugt", "at byte"))
 
         # Two runs of different world sizes, and of different programs.
-        write_run(os.path.join(tmp, "two_ranks"), TRACE, 0)
-        write_run(os.path.join(tmp, "two_ranks"), TRACE.replace('"rank":0', '"rank":1'), 1)
+        write_run(os.path.join(tmp, "two_ranks"), as_rank(TRACE, 0), 0)
+        write_run(os.path.join(tmp, "two_ranks"), as_rank(TRACE, 1), 1)
         check("different world sizes", ["diff", "good", "two_ranks"], tmp,
               must_say=("different world sizes", "two_ranks"))
         write_run(os.path.join(tmp, "other"), OTHER_PROGRAM)
         check("different programs", ["diff", "good", "other"], tmp,
               must_say=("different programs", "train.py", "other.py"))
+
+        # A trace whose metadata claims another rank than its file name: with a real culprit
+        # on rank 1, the diff must not pair it as rank 0 (or read a rank 5 out of bounds).
+        changed_trace = TRACE.replace("digest=@z", "digest=@z2")
+        for name, rank1_text in (("ranks_ok", TRACE), ("ranks_culprit", changed_trace)):
+            write_run(os.path.join(tmp, name), as_rank(TRACE, 0), 0)
+            write_run(os.path.join(tmp, name), as_rank(rank1_text, 1), 1)
+        check("two ranks with a culprit on rank 1", ["diff", "ranks_ok", "ranks_culprit"], tmp,
+              code=1, must_say=("rank 1",))
+        for claimed in ("5", "0"):
+            name = f"claims{claimed}"
+            write_run(os.path.join(tmp, name), as_rank(TRACE, 0), 0)
+            write_run(os.path.join(tmp, name), as_rank(changed_trace, claimed), 1)
+            for args in (["diff", "ranks_ok", name], ["diff", name, "ranks_ok"], ["show", name],
+                         ["show", name, "--rank", "1"], ["nan", name]):
+                check(f"rank1.ugt claims rank {claimed}: {args[0]}", args, tmp,
+                      must_say=(f"{name}/rank1.ugt", f"says rank {claimed}",
+                                "file name says rank 1", "rank<R>.ugt"))
+        # More rank files than meta.json's world size.
+        write_run(os.path.join(tmp, "too_many"), as_rank(TRACE, 0), 0)
+        write_run(os.path.join(tmp, "too_many"), as_rank(TRACE, 1), 1)
+        with open(os.path.join(tmp, "too_many", "meta.json"), "w") as f:
+            json.dump({"world_size": 1, "argv": ["/usr/bin/python3", "train.py"]}, f)
+        check("a rank beyond meta.json's world size", ["diff", "ranks_ok", "too_many"], tmp,
+              must_say=("too_many/rank1.ugt", "not below the run's world size 1"))
+
+        # Wrongly typed metadata, in meta.json and in the trace's metadata record.
+        for keys, value, field in WRONG_TYPES:
+            meta = with_wrong_type(keys, value)
+            in_json = os.path.join(tmp, "typed_json")
+            shutil.rmtree(in_json, ignore_errors=True)
+            write_run(in_json, TRACE)
+            with open(os.path.join(in_json, "meta.json"), "w") as f:
+                json.dump(meta, f)
+            in_trace = os.path.join(tmp, "typed_trace")
+            shutil.rmtree(in_trace, ignore_errors=True)
+            meta["rank"], meta["world_size"] = (meta["rank"] if field == "rank" else 0,
+                                                meta["world_size"] if field == "world_size" else 1)
+            write_run(in_trace, "meta " + json.dumps(meta) + "\n" + TRACE.split("\n", 1)[1])
+            for run_name, where in (("typed_json", "typed_json/meta.json"),
+                                    ("typed_trace", "typed_trace/rank0.ugt")):
+                for args in (["diff", "good", run_name], ["show", run_name], ["nan", run_name],
+                             ["diff", run_name, "changed", "--json"]):
+                    check(f"{field}={value!r} in {where}: {args[0]}", args, tmp,
+                          must_say=(where, f'"{field}" should be', "found"))
 
         # Bad options.
         check("one run only", ["diff", "good"], tmp, must_say=("two run directories",))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import textwrap
@@ -121,6 +122,29 @@ def test_a_program_that_never_imports_torch_is_reported(tmp_path):
     result = upguard("record", "-o", tmp_path / "run", "--", PYTHON, "-c", "print('hi')")
     assert result.returncode == 2
     assert "recorded nothing" in result.stderr
+
+
+def test_recording_again_into_a_run_needs_overwrite_and_keeps_user_files(tmp_path):
+    """The recorder writes into DIR/.upguard-record-<pid>; the run is moved into DIR at the end,
+    meta.json still naming the command (not the staging directory)."""
+    run = tmp_path / "run"
+    args = ("--", PYTHON, TRAIN, "--quiet", "--steps", "2")
+    assert upguard("record", "-o", run, *args).returncode == 0
+    (run / "notes.txt").write_text("mine")
+    first = (run / "rank0.ugt").read_bytes()
+    refused = upguard("record", "-o", run, *args)
+    assert refused.returncode == 2 and "--overwrite" in refused.stderr
+    assert (run / "rank0.ugt").read_bytes() == first
+    never = upguard("record", "-o", run, "--overwrite", "--", PYTHON, "-c", "pass")
+    assert never.returncode == 2 and "left as it was" in never.stderr
+    assert (run / "rank0.ugt").read_bytes() == first
+    again = upguard("record", "-o", run, "--overwrite", "--steps", "1", *args)
+    assert again.returncode == 0, again.stderr
+    assert sorted(p.name for p in run.iterdir()) == ["meta.json", "notes.txt", "rank0.ugt"]
+    meta = json.loads((run / "meta.json").read_text())
+    assert meta["argv"][1:] == [str(TRAIN), "--quiet", "--steps", "2"]
+    assert ".upguard-record" not in json.dumps(meta)
+    assert [s["step"] for s in show_json(run)["steps"]] == [1]
 
 
 def test_digest_cache_sees_every_write(tmp_path):
