@@ -21,6 +21,12 @@ bool IsUserFile(const char* file) {
   return true;
 }
 
+bool IsInputPipelineFile(const char* file) {
+  return std::strstr(file, "/torch/utils/data/") != nullptr ||
+         std::strstr(file, "/torch/multiprocessing/") != nullptr ||
+         std::strstr(file, "/multiprocessing/") != nullptr;
+}
+
 std::string Shorten(const char* file) {
   if (!cwd_prefix.empty() && std::strncmp(file, cwd_prefix.c_str(), cwd_prefix.size()) == 0) {
     return file + cwd_prefix.size();
@@ -36,7 +42,8 @@ void ConfigureCallSites(std::vector<std::string> prefixes, std::string cwd) {
   cwd_prefix = cwd.empty() ? "" : cwd + "/";
 }
 
-std::string CurrentCallSite() {
+std::string CurrentCallSite(bool* input_pipeline) {
+  if (input_pipeline != nullptr) *input_pipeline = false;
   // Threads that never ran Python (intra-op pools) have no frame; never take the GIL there.
   if (!Py_IsInitialized() || PyGILState_GetThisThreadState() == nullptr) return "";
   PyGILState_STATE gil = PyGILState_Ensure();
@@ -48,6 +55,9 @@ std::string CurrentCallSite() {
     const char* file = PyUnicode_AsUTF8(code->co_filename);
     if (file != nullptr && IsUserFile(file)) {
       site = Shorten(file) + ":" + std::to_string(PyFrame_GetLineNumber(frame));
+    }
+    if (file != nullptr && input_pipeline != nullptr && IsInputPipelineFile(file)) {
+      *input_pipeline = true;
     }
     Py_DECREF(code);
     if (!site.empty()) break;

@@ -202,6 +202,12 @@ std::unique_ptr<at::ObserverContext> EnterOp(const at::RecordFunction& fn, Threa
   } else {
     ctx->module = ts.Module();
     ctx->call_site = ts.CallSite();
+    // DataLoader work outside the model: its ops interleave with the training's in the order
+    // worker batches arrive, so they are its own phase, which the diff does not compare by
+    // position (the batch entering the model is recorded as upguard::batch).
+    if (ts.input_pipeline && ts.modules.empty() && phase != Phase::kOptimizer) {
+      ctx->phase = Phase::kInput;
+    }
   }
   ArgBatch batch;
   AppendInputs(info, fn.inputs(), &batch);
@@ -209,7 +215,7 @@ std::unique_ptr<at::ObserverContext> EnterOp(const at::RecordFunction& fn, Threa
   ctx->inputs = recorder->DigestArgs(batch.args);
   RememberDigests(batch, ctx->inputs);
   ctx->held = HoldInputs(info, batch, ctx->inputs, recorder->step(), recorder->ops_in_step(),
-                         fn.name(), ctx->module, phase);
+                         fn.name(), ctx->module, ctx->phase);
   for (int idx : info.written_inputs) {
     if (static_cast<size_t>(idx) < fn.inputs().size()) {
       ctx->written.emplace_back(info.input_names[idx], fn.inputs()[idx]);

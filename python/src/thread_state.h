@@ -31,11 +31,12 @@ struct ThreadState {
   // and the autograd sequence number when it started.
   std::string_view call_site;
   bool call_site_known = false;
+  bool input_pipeline = false;  // found with the call site (call_site.h)
   uint64_t first_node = 0;
 
   std::string_view CallSite() {
     if (!call_site_known) {
-      call_site = Pooled(CurrentCallSite());
+      call_site = Pooled(CurrentCallSite(&input_pipeline));
       call_site_known = true;
     }
     return call_site;

@@ -34,9 +34,11 @@ StructuralDivergence Describe(const StepOps& sa, const StepOps& sb, const OpBloc
 
 bool StructureBuilder::AddStep(const RankTrace& ta, const StepOps& sa, const RankTrace& tb,
                                const StepOps& sb, const StepAlignment& alignment,
-                               const std::vector<bool>& inside_clean) {
+                               const std::vector<bool>& inside_clean,
+                               const std::vector<bool>& skipped) {
   bool keeps_pointers = false;
   for (size_t block_idx = 0; block_idx < alignment.blocks().size(); ++block_idx) {
+    if (block_idx < skipped.size() && skipped[block_idx]) continue;
     const OpBlock& block = alignment.blocks()[block_idx];
     const bool clean = inside_clean[block_idx];
     if (summary_.blocks++ == 0) summary_.first_step = sa.step;

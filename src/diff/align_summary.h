@@ -25,10 +25,12 @@ namespace upguard {
 class StructureBuilder {
  public:
   // Adds the blocks of one step (alignment.blocks(); inside_clean[k]: block k's ops are all
-  // nested inside clean paired top-level ops). Returns true when the summary keeps pointers
+  // nested inside clean paired top-level ops; skipped[k]: block k is left out, as a block of
+  // input-pipeline ops is). Returns true when the summary keeps pointers
   // into sa's and sb's ops: the caller must keep those steps alive.
   bool AddStep(const RankTrace& ta, const StepOps& sa, const RankTrace& tb, const StepOps& sb,
-               const StepAlignment& alignment, const std::vector<bool>& inside_clean);
+               const StepAlignment& alignment, const std::vector<bool>& inside_clean,
+               const std::vector<bool>& skipped = {});
   // Whether op `index` of step `step` of run `side` (0: A, 1: B) is in a block added so far.
   bool Unpaired(int side, uint32_t step, size_t index) const;
   // The first block not inside a clean op.

@@ -265,6 +265,18 @@ bool BlockInsideCleanOps(const RankTrace& ta, const StepOps& sa, const RankTrace
   return true;
 }
 
+// A block of ops without counterpart that are all input-pipeline ops: DataLoader work whose
+// place among the training's ops depends on when worker batches arrived. Not a difference.
+bool InputPipelineOnly(const StepOps& sa, const StepOps& sb, const OpBlock& block) {
+  for (size_t op_idx = block.index_a; op_idx < block.index_a + block.count_a; ++op_idx) {
+    if (sa.ops[op_idx].phase != Phase::kInput) return false;
+  }
+  for (size_t op_idx = block.index_b; op_idx < block.index_b + block.count_b; ++op_idx) {
+    if (sb.ops[op_idx].phase != Phase::kInput) return false;
+  }
+  return true;
+}
+
 // Counts an op pair whose differing slots are all within tolerance.
 void NoteWithin(const NumericDivergence& within, const RankTrace& ta, const ToleranceJudge& judge,
                 ToleranceSummary* summary) {
@@ -293,13 +305,17 @@ Status WalkStep(const RankTrace& ta, const std::shared_ptr<const StepOps>& step_
   if (!alignment.blocks().empty()) {
     std::unordered_map<size_t, bool> clean;
     std::vector<bool> inside_clean;
+    std::vector<bool> skipped;
     for (const OpBlock& block : alignment.blocks()) {
       inside_clean.push_back(BlockInsideCleanOps(ta, sa, tb, sb, alignment, block, judge, &clean));
+      skipped.push_back(InputPipelineOnly(sa, sb, block));
     }
-    hold = structure->AddStep(ta, sa, tb, sb, alignment, inside_clean);
+    hold = structure->AddStep(ta, sa, tb, sb, alignment, inside_clean, skipped);
   }
   for (size_t pair_idx = 0; pair_idx < alignment.pair_count(); ++pair_idx) {
     const KeyMatch pair = alignment.pair(pair_idx);
+    // The input pipeline is not compared by position (trace.md §4.2, phase input).
+    if (sa.ops[pair.a].phase == Phase::kInput || sb.ops[pair.b].phase == Phase::kInput) continue;
     NumericDivergence numeric;
     const OpOutcome outcome = CompareOp(ta, sa, pair.a, tb, sb, pair.b, judge, &numeric);
     if (outcome == OpOutcome::kSame) continue;
