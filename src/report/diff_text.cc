@@ -124,7 +124,7 @@ std::string DifferingArguments(const Ctx& ctx, const NumericDivergence& numeric)
   for (const ArgComparison& slot : numeric.inputs) {
     if (!slot.Differs() || slot.a == nullptr || slot.b == nullptr) continue;
     if (slot.a->kind != ArgKind::kScalar) continue;
-    text += (text.empty() ? "" : ", ") + OrDash(slot.name) + " " +
+    text += (text.empty() ? "" : ", ") + OrDash(slot.name) + " differs " +
             DescribeArg(*slot.a, ctx.ta.strings()) + " -> " + DescribeArg(*slot.b, ctx.tb.strings());
   }
   return text;
@@ -155,9 +155,9 @@ void Numeric(const Ctx& ctx, const NumericDivergence& numeric) {
   const bool tolerant = !numeric.tolerance.empty() && numeric.tolerance != "bitwise";
   if (numeric.verdict == Verdict::kLatent) {
     ctx.out << "  verdict: latent — argument " << DifferingArguments(ctx, numeric)
-            << " differs;\n           every tensor this op read and wrote is bitwise "
-               "identical here: the difference\n           has not changed a value yet, "
-               "it may in a later step or a path not taken here.\n";
+            << "; outputs equal here:\n           every tensor this op read and wrote is "
+               "bitwise identical, so the difference\n           has not changed a value yet "
+               "(it may in a later step, or on a path not taken here).\n";
     return;
   }
   if (numeric.verdict == Verdict::kCulprit) {

@@ -84,12 +84,20 @@ Status TextParser::ParseLine(std::string_view line) {
   if (verb == "op") return ParseOp(tokens_);
   if (verb == "collective") return ParseCollective(tokens_);
   if (verb == "stepend") {
+    // "stepend STEP [digest=HEX|@LABEL]": the digest forces a StepEnd digest (tests only).
     uint64_t step;
-    if (tokens_.size() != 2 || !text::ParseUint(tokens_[1].text, UINT32_MAX, &step)) {
-      return Error("want 'stepend STEP'");
+    if (tokens_.size() < 2 || tokens_.size() > 3 ||
+        !text::ParseUint(tokens_[1].text, UINT32_MAX, &step)) {
+      return Error("want 'stepend STEP [digest=HEX]'");
     }
     default_step_ = static_cast<uint32_t>(step) + 1;
-    return writer_->EndStep(static_cast<uint32_t>(step));
+    if (tokens_.size() == 2) return writer_->EndStep(static_cast<uint32_t>(step));
+    Digest128 digest;
+    if (!tokens_[2].is_key_value() || tokens_[2].key() != "digest" ||
+        !text::ParseDigestText(tokens_[2].value(), &digest)) {
+      return Error("want 'stepend STEP [digest=HEX]' (32 hex digits or @LABEL)");
+    }
+    return writer_->EndStepWithDigest(static_cast<uint32_t>(step), digest);
   }
   if (verb == "end") {
     if (tokens_.size() != 1) return Error("'end' takes no arguments");

@@ -115,7 +115,13 @@ Status TraceWriter::WriteCollective(uint64_t op_seq, const CollectiveInfo& info)
   return Status::Ok();
 }
 
-Status TraceWriter::EndStep(uint32_t step) {
+Status TraceWriter::EndStep(uint32_t step) { return EndStepWith(step, nullptr); }
+
+Status TraceWriter::EndStepWithDigest(uint32_t step, const Digest128& digest) {
+  return EndStepWith(step, &digest);
+}
+
+Status TraceWriter::EndStepWith(uint32_t step, const Digest128* digest) {
   Impl& impl = *impl_;
   RETURN_IF_ERROR(impl.error_);
   if (impl.closed_) return Internal(impl.file_->path() + ": EndStep after Close");
@@ -126,7 +132,8 @@ Status TraceWriter::EndStep(uint32_t step) {
     impl.step_digester_.AddCollective(op_seq - first_seq, info, impl.strings_);
   }
   impl.collectives_.clear();
-  StepEndRecord step_end{step, impl.step_digester_.op_count(), impl.step_digester_.Finish()};
+  StepEndRecord step_end{step, impl.step_digester_.op_count(),
+                         digest != nullptr ? *digest : impl.step_digester_.Finish()};
   impl.step_digester_.Reset();
   impl.shared_stats_.EndStep();
   impl.placement_.OnStepEnd();

@@ -41,12 +41,20 @@ class TraceWriter {
   // Writes a StepEnd for `step` covering the ops (and Collective records) written since the
   // previous EndStep.
   Status EndStep(uint32_t step);
+  // For tests of readers and of the diff's invariants only: a StepEnd whose digest is
+  // `digest` instead of the one computed (text form `stepend N digest=@name`).
+  Status EndStepWithDigest(uint32_t step, const Digest128& digest);
   // Hands buffered records to the OS.
   Status Flush();
   // Writes the End record and closes. Idempotent.
   Status Close();
 
   uint64_t ops_written() const { return ops_written_; }
+
+ private:
+  Status EndStepWith(uint32_t step, const Digest128* digest);
+
+ public:
   uint64_t bytes_written() const;
 
  private:
