@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 import weakref
-from typing import Any, Callable, Iterator, List, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 import torch
 
@@ -48,10 +48,13 @@ def _record_batch(inputs: Any) -> None:
 
 
 class ModuleScopes:
-    def __init__(self) -> None:
+    """The running modules; `on_first_call` runs once, when the first outermost module starts."""
+
+    def __init__(self, on_first_call: Optional[Callable[[], None]] = None) -> None:
         self._paths: "weakref.WeakKeyDictionary[torch.nn.Module, str]" = weakref.WeakKeyDictionary()
         self._stack: List[torch.nn.Module] = []
         self._handles: List[Any] = []
+        self._on_first_call = on_first_call
 
     def install(self) -> None:
         hooks = torch.nn.modules.module
@@ -86,6 +89,9 @@ class ModuleScopes:
 
     def _enter(self, module: torch.nn.Module, inputs: Any) -> None:
         if not self._stack:
+            if self._on_first_call is not None:
+                first_call, self._on_first_call = self._on_first_call, None
+                first_call()
             _record_batch(inputs)
         path = self.path_of(module)
         self._stack.append(module)
