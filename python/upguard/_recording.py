@@ -125,6 +125,8 @@ def stop() -> None:
 
 def step() -> None:
     """Marks the end of a training step. Once called, optimizer.step() no longer ends steps."""
+    if _active is not None:
+        _active._scopes.resync()  # modules whose forward raised, if the program caught it
     _C.step()
 
 
