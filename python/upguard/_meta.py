@@ -21,7 +21,6 @@ NUMERICS_ENV = (
 )
 
 
-
 def _flush_denormal() -> bool:
     """Whether denormals flush to zero on this thread (torch.set_flush_denormal has no getter).
 

@@ -6,8 +6,10 @@ first divergent op."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 
-from conftest import MODEL, diff_json, line_of, planted, record, show_json, upguard
+from conftest import BUILD, MODEL, PYTHON, diff_json, line_of, planted, record, show_json, upguard
 
 
 def only_rank(report):
@@ -96,6 +98,20 @@ def test_backend_flags_are_read_without_recording_an_op(runs, reference):
     assert [step["step"] for step in steps] == [0, 1, 2, 3]
     assert (steps[-1]["ops"][-1]["op"], steps[-1]["ops"][-1]["phase"]) == (
         "aten::addcdiv_", "optimizer")
+
+
+def test_backend_flags_follow_what_the_program_set():
+    # flush_denormal has no torch getter: read from the CPU mode that torch.set_flush_denormal
+    # sets, and that Python floats obey.
+    script = ("import torch; from upguard._meta import backend_flags as f; a = f(); "
+              "torch.set_flush_denormal(True); torch.backends.mkldnn.enabled = False; "
+              "torch.set_default_dtype(torch.float64); b = f(); print("
+              "a['flush_denormal'], b['flush_denormal'], b['torch.backends.mkldnn.enabled'], "
+              "b['torch.get_default_dtype()'])")
+    result = subprocess.run([PYTHON, "-c", script], capture_output=True, text=True,
+                            env=dict(os.environ, PYTHONPATH=str(BUILD / "python")))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "True", "False", "torch.float64"]
 
 
 def test_identical_runs_have_no_setup_findings(runs, reference):
