@@ -15,6 +15,7 @@
   dropout-seed    the random generator is reseeded before the step           (rng)
   reseed-in-forward  the model reseeds the generator inside forward         (rng)
   extra-contiguous  blocks.0.attn copies its queries with .contiguous()       (structural)
+  mkldnn-off      torch.backends.mkldnn.enabled = False                      (environment)
 Several plants combine: --plant extra-contiguous,gelu-tanh.
 Two more plant a NaN/Inf for `upguard nan RUN` (no reference run needed):
   log-zero        blocks.1.attn adds the log of its attention probabilities, some exactly 0 (-inf)
@@ -38,7 +39,7 @@ from gpt import GPT, GPTConfig  # noqa: E402
 
 PLANTS = ("none", "gelu-tanh", "backward-scale", "adamw-eps", "extra-op", "data-shift",
           "extra-contiguous",
-          "log-zero", "overflow", "data-order", "dropout-seed", "reseed-in-forward")
+          "log-zero", "overflow", "data-order", "dropout-seed", "reseed-in-forward", "mkldnn-off")
 
 
 def plant_names(text: str) -> str:
@@ -124,6 +125,8 @@ def main() -> None:
             torch.manual_seed(args.seed + 1000 + step)
         if planted and "reseed-in-forward" in plants:
             model.reseed = args.seed + 1000 + step
+        if planted and "mkldnn-off" in plants:
+            torch.backends.mkldnn.enabled = False
         shift = 1 if planted and "data-shift" in plants else 0
         starts = batch_rng.integers(0, len(data) - args.block - 2, size=args.batch)
         if planted and "data-order" in plants:

@@ -75,8 +75,12 @@ struct HostTensor {
 // Called with the GIL held; the tensors must stay alive during the call.
 void RecordModelInputs(const std::vector<HostTensor>& tensors);
 
-// Forward module scope of the calling thread ("blocks.1.mlp.act").
-void EnterModule(const std::string& path);
-void ExitModule();
+// Forward module scope of the calling thread ("blocks.1.mlp.act"), for the module call whose
+// Python frame is `frame` (compared by address only; the caller keeps it alive while the call
+// is on the stack). ExitModule pops that call and any above it (whose forward raised); a call
+// already popped is a no-op. Calls whose frame left the Python call chain are also dropped
+// when the next top-level op reads its call site (call_site.h).
+void EnterModule(const std::string& path, const void* frame);
+void ExitModule(const void* frame);
 
 }  // namespace upguard::torch_adapter

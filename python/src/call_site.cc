@@ -34,6 +34,20 @@ std::string Shorten(const char* file) {
   return file;
 }
 
+// Whether `target` is a frame of the current Python call chain. Called with the GIL held.
+bool OnCallChain(const void* target) {
+  PyFrameObject* frame = PyEval_GetFrame();  // borrowed
+  Py_XINCREF(frame);
+  while (frame != nullptr && frame != target) {
+    PyFrameObject* back = PyFrame_GetBack(frame);  // new reference
+    Py_DECREF(frame);
+    frame = back;
+  }
+  const bool found = frame != nullptr;
+  Py_XDECREF(frame);
+  return found;
+}
+
 }  // namespace
 
 void ConfigureCallSites(std::vector<std::string> prefixes, std::string cwd) {
@@ -42,33 +56,45 @@ void ConfigureCallSites(std::vector<std::string> prefixes, std::string cwd) {
   cwd_prefix = cwd.empty() ? "" : cwd + "/";
 }
 
-std::string CurrentCallSite(bool* input_pipeline) {
-  if (input_pipeline != nullptr) *input_pipeline = false;
+std::string CurrentCallSite() { return ReadPythonContext({}).call_site; }
+
+PythonContext ReadPythonContext(const std::vector<ModuleCall>& modules) {
+  PythonContext context;
+  context.running_modules = modules.size();
   // Threads that never ran Python (intra-op pools) have no frame; never take the GIL there.
-  if (!Py_IsInitialized() || PyGILState_GetThisThreadState() == nullptr) return "";
+  if (!Py_IsInitialized() || PyGILState_GetThisThreadState() == nullptr) return context;
   PyGILState_STATE gil = PyGILState_Ensure();
-  std::string site;
+  const void* innermost = modules.empty() ? nullptr : modules.back().frame;
+  bool innermost_found = innermost == nullptr;
   PyFrameObject* frame = PyEval_GetFrame();  // borrowed
   Py_XINCREF(frame);
-  while (frame != nullptr) {
-    PyCodeObject* code = PyFrame_GetCode(frame);  // new reference
-    const char* file = PyUnicode_AsUTF8(code->co_filename);
-    if (file != nullptr && IsUserFile(file)) {
-      site = Shorten(file) + ":" + std::to_string(PyFrame_GetLineNumber(frame));
+  while (frame != nullptr && (context.call_site.empty() || !innermost_found)) {
+    innermost_found = innermost_found || frame == innermost;
+    if (context.call_site.empty()) {
+      PyCodeObject* code = PyFrame_GetCode(frame);  // new reference
+      const char* file = PyUnicode_AsUTF8(code->co_filename);
+      if (file != nullptr && IsUserFile(file)) {
+        context.call_site = Shorten(file) + ":" + std::to_string(PyFrame_GetLineNumber(frame));
+      }
+      if (file != nullptr && IsInputPipelineFile(file)) context.input_pipeline = true;
+      Py_DECREF(code);
     }
-    if (file != nullptr && input_pipeline != nullptr && IsInputPipelineFile(file)) {
-      *input_pipeline = true;
-    }
-    Py_DECREF(code);
-    if (!site.empty()) break;
     PyFrameObject* back = PyFrame_GetBack(frame);  // new reference
     Py_DECREF(frame);
     frame = back;
   }
   Py_XDECREF(frame);
+  if (!innermost_found) {
+    // Rare: the innermost call ended by an exception. The innermost call still on the chain
+    // runs, and so do the calls outside it.
+    size_t& running = context.running_modules;
+    do {
+      --running;
+    } while (running > 0 && !OnCallChain(modules[running - 1].frame));
+  }
   if (PyErr_Occurred()) PyErr_Clear();
   PyGILState_Release(gil);
-  return site;
+  return context;
 }
 
 }  // namespace upguard::torch_adapter

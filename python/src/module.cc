@@ -161,8 +161,15 @@ PYBIND11_MODULE(_C, m) {
   m.def("ops_recorded", &adapter::OpsRecorded);
   m.def("trace_path", &adapter::TracePath);
   m.def("record_model_inputs", &adapter::RecordModelInputsFromPython, py::arg("tensors"));
-  m.def("enter_module", &adapter::EnterModule, py::arg("path"));
-  m.def("exit_module", &adapter::ExitModule);
+  m.def(
+      "enter_module",
+      [](const std::string& path, const py::object& frame) {
+        adapter::EnterModule(path, frame.ptr());
+      },
+      py::arg("path"), py::arg("frame"));
+  m.def(
+      "exit_module", [](const py::object& frame) { adapter::ExitModule(frame.ptr()); },
+      py::arg("frame"));
   m.def(
       "probe_writes",
       [](bool on) {

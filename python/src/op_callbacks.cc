@@ -182,14 +182,15 @@ std::unique_ptr<at::ObserverContext> EnterOp(const at::RecordFunction& fn, Threa
   const OpInfo& info = LookupOpInfo(fn);
   if (info.skip) return nullptr;
 
-  const Phase phase = CurrentPhase(ts);
-  const bool backward = phase == Phase::kBackward;
+  const bool backward = !ts.nodes.empty();
   if (depth == 0 && !backward) {
-    ts.call_site_known = false;
+    ts.python_known = false;
     ts.first_node = at::sequence_number::peek();
   }
   if (!recorder->Wants(fn.name(), depth)) return nullptr;
   if (!g_rng_recorded.load(std::memory_order_relaxed)) RecordRngState(recorder);
+  if (!backward) ts.ReadPython();  // module calls that raised are no forward scope
+  const Phase phase = CurrentPhase(ts);
 
   ts.busy = true;
   auto ctx = std::make_unique<OpContext>();
@@ -544,14 +545,11 @@ void RecordModelInputs(const std::vector<HostTensor>& tensors) {
   if (recorded.diverged) OnDivergence(recorded, event, HeldInputs{}, ArgBatch{}, {});
 }
 
-void EnterModule(const std::string& path) {
-  Tls().modules.push_back(Pooled(path));
+void EnterModule(const std::string& path, const void* frame) {
+  Tls().modules.push_back(ModuleCall{Pooled(path), frame});
   g_forward_seen.store(true, std::memory_order_relaxed);
 }
 
-void ExitModule() {
-  ThreadState& ts = Tls();
-  if (!ts.modules.empty()) ts.modules.pop_back();
-}
+void ExitModule(const void* frame) { Tls().PopModuleCall(frame); }
 
 }  // namespace upguard::torch_adapter

@@ -25,23 +25,41 @@ struct ThreadState {
   bool busy = false;
   int optimizer = 0;
   int zero_grad = 0;
-  std::vector<std::string_view> modules;
+  std::vector<ModuleCall> modules;
   std::vector<Node> nodes;
-  // The running top-level (depth 0, not backward) op: its call site, computed on first use,
-  // and the autograd sequence number when it started.
+  // The running top-level (depth 0, not backward) op: its call site and which module calls
+  // still run (a forward that raised leaves its module here until the next module hook), read
+  // from Python on first use; and the autograd sequence number when it started.
   std::string_view call_site;
-  bool call_site_known = false;
-  bool input_pipeline = false;  // found with the call site (call_site.h)
+  bool python_known = false;
+  bool input_pipeline = false;  // read with the call site (call_site.h)
   uint64_t first_node = 0;
 
-  std::string_view CallSite() {
-    if (!call_site_known) {
-      call_site = Pooled(CurrentCallSite(&input_pipeline));
-      call_site_known = true;
+  void ReadPython() {
+    if (python_known) return;
+    const PythonContext context = ReadPythonContext(modules);
+    call_site = Pooled(context.call_site);
+    input_pipeline = context.input_pipeline;
+    modules.resize(context.running_modules);
+    python_known = true;
+  }
+  // Pops the module call whose frame is `frame`, with any call above it (whose forward
+  // raised); nothing when it is not on the stack (popped already).
+  void PopModuleCall(const void* frame) {
+    for (size_t idx = modules.size(); idx > 0; --idx) {
+      if (modules[idx - 1].frame != frame) continue;
+      modules.resize(idx - 1);
+      return;
     }
+  }
+  std::string_view CallSite() {
+    ReadPython();
     return call_site;
   }
-  std::string_view Module() const { return modules.empty() ? std::string_view() : modules.back(); }
+  std::string_view Module() {
+    ReadPython();
+    return modules.empty() ? std::string_view() : modules.back().path;
+  }
 };
 
 inline ThreadState& Tls() {

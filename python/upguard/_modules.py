@@ -7,13 +7,24 @@ resolved once, when a module first runs.
 The tensors passed to an outermost module's forward are the step's batch: they are recorded as
 the inputs of a pseudo-op ``upguard::batch`` so the diff can tell a data difference from a
 numerical one.
+
+The stack of running modules is pushed by a forward pre-hook and popped by a forward hook, which
+does not run when forward raises (torch 1.13 has no ``always_call``). So each entry keeps the
+frame of its module call (``Module._call_impl``), and every hook first pops this thread's
+entries whose frame is no longer on the current call chain: their forward raised and the
+program caught it. Normally the top entry's frame is a few frames up, so the walk is short.
+_C keeps the same frames in its per-thread stack and drops a call that left the chain at the
+next top-level op, so the ops between the ``except`` and the next hook get the right module too;
+``_C.exit_module(frame)`` pops that call (and any above it) if it is still there.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
+import types
 import weakref
-from typing import Any, Callable, Iterator, List, Tuple
+from typing import Any, Callable, Iterator, List, NamedTuple, Optional, Set, Tuple
 
 import torch
 
@@ -47,11 +58,22 @@ def _record_batch(inputs: Any) -> None:
         print(f"upguard: could not record the model inputs: {error}", file=sys.stderr)
 
 
+class _Entry(NamedTuple):
+    module: torch.nn.Module
+    frame: types.FrameType  # the frame of this module call (Module._call_impl)
+    thread: int  # threading.get_ident() of the thread that pushed it (and called _C.enter_module)
+
+
 class ModuleScopes:
-    def __init__(self) -> None:
+    """The running modules; `on_first_call` runs once, when the first outermost module starts."""
+
+    def __init__(self, on_first_call: Optional[Callable[[], None]] = None) -> None:
         self._paths: "weakref.WeakKeyDictionary[torch.nn.Module, str]" = weakref.WeakKeyDictionary()
-        self._stack: List[torch.nn.Module] = []
+        # Shared by all threads (a module run on a worker thread is named under the module that
+        # runs it), while _C keeps one module stack per thread.
+        self._stack: List[_Entry] = []
         self._handles: List[Any] = []
+        self._on_first_call = on_first_call
 
     def install(self) -> None:
         hooks = torch.nn.modules.module
@@ -75,7 +97,7 @@ class ModuleScopes:
             for name, sub in module.named_modules():
                 self._paths.setdefault(sub, name)
             return self._paths[module]
-        parent = self._stack[-1]
+        parent = self._stack[-1].module
         parent_path = self._paths.get(parent, "")
         name = next((n for n, m in parent.named_modules() if m is module and n), None)
         if name is None:  # run by a module that does not own it
@@ -84,14 +106,45 @@ class ModuleScopes:
         self._paths[module] = path
         return path
 
+    def resync(self, frame: Optional[types.FrameType] = None) -> None:
+        """Pops the entries of this thread's module calls that ended by an exception: those on
+        top of the stack whose frame is not on the call chain of `frame` (default: the caller's).
+        Another thread's entry on top stops it: that thread's calls are its own to pop."""
+        if frame is None:
+            frame = sys._getframe(1)
+        thread = threading.get_ident()
+        live: Optional[Set[types.FrameType]] = None
+        while self._stack and self._stack[-1].thread == thread:
+            top = self._stack[-1].frame
+            if live is None:
+                walk: Optional[types.FrameType] = frame
+                while walk is not None and walk is not top:
+                    walk = walk.f_back
+                if walk is not None:  # the usual case: the top call is still running
+                    return
+                live = set()
+                walk = frame
+                while walk is not None:
+                    live.add(walk)
+                    walk = walk.f_back
+            if top in live:
+                return
+            self._stack.pop()
+            _C.exit_module(top)
+
     def _enter(self, module: torch.nn.Module, inputs: Any) -> None:
+        call = sys._getframe(1)  # Module._call_impl of this call
+        self.resync(call)
         if not self._stack:
+            if self._on_first_call is not None:
+                first_call, self._on_first_call = self._on_first_call, None
+                first_call()
             _record_batch(inputs)
         path = self.path_of(module)
-        self._stack.append(module)
-        _C.enter_module(path)
+        self._stack.append(_Entry(module, call, threading.get_ident()))
+        _C.enter_module(path, call)
 
     def _exit(self, module: torch.nn.Module, inputs: Any, output: Any) -> None:
-        if self._stack and self._stack[-1] is module:
-            self._stack.pop()
-            _C.exit_module()
+        self.resync(sys._getframe(1))  # children of this call that raised inside it
+        if self._stack and self._stack[-1].module is module:
+            _C.exit_module(self._stack.pop().frame)

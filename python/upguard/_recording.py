@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Optional, Sequence, Union
+from typing import Dict, Optional, Sequence, Union
 
 import torch
 
 from upguard import _C
-from upguard._meta import engine_meta_json
+from upguard._meta import backend_flags, engine_meta_json
 from upguard._modules import ModuleScopes
 
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
@@ -49,13 +49,20 @@ class Recording:
         self.continue_after_divergence = continue_after_divergence
         self.rank = int(os.environ.get("RANK", "0")) if rank is None else rank
         self.world_size = int(os.environ.get("WORLD_SIZE", "1")) if world_size is None else world_size
-        self._scopes = ModuleScopes()
+        self._scopes = ModuleScopes(on_first_call=self._note_flags_at_start)
+        self._flags_at_start: Dict[str, str] = {}
         self._running = False
+
+    def _note_flags_at_start(self) -> None:
+        """The backend flags as step 0's first model call begins (a script sets them after
+        `import torch`, where recording starts)."""
+        self._flags_at_start = backend_flags()
 
     def start(self) -> "Recording":
         global _active
         if _active is not None:
             raise RuntimeError(f"upguard is already recording to {_active.run_dir}; stop it first")
+        self._flags_at_start = backend_flags()  # until a model call reads them again
         _C.start(self.run_dir, self.rank, self.world_size, self.steps, self.max_depth, self.ops,
                  self.stats, engine_meta_json(), [_TORCH_DIR + os.sep, _UPGUARD_DIR + os.sep],
                  os.getcwd(), self.capture, self.against, self.continue_after_divergence)
@@ -71,9 +78,10 @@ class Recording:
         self._running = False
         _active = None
         self._scopes.remove()
-        # Thread counts etc. as they are now, for the setup check. A program ending by an
-        # uncaught exception died inside its step: that step is left without its end.
-        _C.stop(engine_meta_json(), died=_died_of_exception)
+        # Thread counts, backend flags etc. as they are now, for the setup check (reading them
+        # runs no torch op), and the flags as step 0 began. A program ending by an uncaught
+        # exception died inside its step: that step is left without its end.
+        _C.stop(engine_meta_json(self._flags_at_start), died=_died_of_exception)
 
     @property
     def trace_path(self) -> str:
@@ -117,6 +125,8 @@ def stop() -> None:
 
 def step() -> None:
     """Marks the end of a training step. Once called, optimizer.step() no longer ends steps."""
+    if _active is not None:
+        _active._scopes.resync()  # modules whose forward raised, if the program caught it
     _C.step()
 
 

@@ -1,6 +1,7 @@
 #include "diff/setup_check.h"
 
 #include <set>
+#include <string_view>
 
 namespace upguard {
 namespace {
@@ -18,10 +19,62 @@ std::string ValueText(const nlohmann::json& object, const std::string& key) {
   return value.is_string() ? value.get<std::string>() : value.dump();
 }
 
+// Top-level keys that "backend_flags" reads again (as torch.are_deterministic_algorithms_enabled()
+// and torch.backends.cudnn.deterministic): named once, by the flag.
+bool CoveredByBackendFlags(std::string_view key) {
+  return key == "deterministic_algorithms" || key == "cudnn_deterministic";
+}
+
 void CompareKey(const nlohmann::json& a, const nlohmann::json& b, const std::string& key,
                 std::vector<EnvironmentDifference>* out) {
   std::string va = ValueText(a, key), vb = ValueText(b, key);
   if (va != vb) out->push_back(EnvironmentDifference{key, std::move(va), std::move(vb)});
+}
+
+const nlohmann::json& Member(const nlohmann::json& object, const char* key) {
+  static const nlohmann::json* const kEmpty = new nlohmann::json(nlohmann::json::object());
+  return object.is_object() && object.contains(key) ? object[key] : *kEmpty;
+}
+
+std::set<std::string> Names(const nlohmann::json& a, const nlohmann::json& b) {
+  std::set<std::string> names;
+  for (const nlohmann::json* object : {&a, &b}) {
+    if (!object->is_object()) continue;
+    for (const auto& [name, value] : object->items()) names.insert(name);
+  }
+  return names;
+}
+
+// One run's backend flag: its value as step 0 began (a run recorded before that reading
+// existed has only the value at the end) and at the end.
+struct FlagReadings {
+  std::string start;
+  std::string end;
+
+  FlagReadings(const nlohmann::json& meta, const std::string& name)
+      : end(ValueText(Member(meta, "backend_flags"), name)) {
+    const nlohmann::json& at_start = Member(meta, "backend_flags_at_start");
+    start = at_start.contains(name) ? ValueText(at_start, name) : end;
+  }
+  bool Changed() const { return start != end; }
+  std::string Text() const { return start + " at start, " + end + " at end"; }
+};
+
+bool HasBackendFlags(const nlohmann::json& meta) {
+  const nlohmann::json& flags = Member(meta, "backend_flags");
+  return flags.is_object() && !flags.empty();
+}
+
+void CompareBackendFlags(const nlohmann::json& a, const nlohmann::json& b,
+                         std::vector<EnvironmentDifference>* out) {
+  for (const std::string& name : Names(Member(a, "backend_flags"), Member(b, "backend_flags"))) {
+    const FlagReadings ra(a, name), rb(b, name);
+    if (ra.start == rb.start && ra.end == rb.end) continue;
+    std::string note;
+    if (ra.Changed()) note = "run A: " + ra.Text();
+    if (rb.Changed()) note += (note.empty() ? "run B: " : "; run B: ") + rb.Text();
+    out->push_back(EnvironmentDifference{name, ra.end, rb.end, std::move(note)});
+  }
 }
 
 }  // namespace
@@ -29,16 +82,15 @@ void CompareKey(const nlohmann::json& a, const nlohmann::json& b, const std::str
 std::vector<EnvironmentDifference> CompareEnvironment(const nlohmann::json& a,
                                                       const nlohmann::json& b) {
   std::vector<EnvironmentDifference> out;
-  for (const char* key : kNumericsKeys) CompareKey(a, b, key, &out);
-  const nlohmann::json empty = nlohmann::json::object();
-  const nlohmann::json& env_a = a.is_object() && a.contains("env") ? a["env"] : empty;
-  const nlohmann::json& env_b = b.is_object() && b.contains("env") ? b["env"] : empty;
-  std::set<std::string> names;
-  for (const nlohmann::json* env : {&env_a, &env_b}) {
-    if (!env->is_object()) continue;
-    for (const auto& [name, value] : env->items()) names.insert(name);
+  // A run recorded by an older upguard says nothing about backend flags: not a difference.
+  const bool flags = HasBackendFlags(a) && HasBackendFlags(b);
+  for (const char* key : kNumericsKeys) {
+    if (!(flags && CoveredByBackendFlags(key))) CompareKey(a, b, key, &out);
   }
-  for (const std::string& name : names) CompareKey(env_a, env_b, name, &out);
+  if (flags) CompareBackendFlags(a, b, &out);
+  const nlohmann::json& env_a = Member(a, "env");
+  const nlohmann::json& env_b = Member(b, "env");
+  for (const std::string& name : Names(env_a, env_b)) CompareKey(env_a, env_b, name, &out);
   return out;
 }
 

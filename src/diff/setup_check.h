@@ -27,11 +27,21 @@ struct EnvironmentDifference {
   std::string key;  // "intra_op_threads", "OMP_NUM_THREADS" (from "env"), ...
   std::string a;    // the value as JSON text, "(unset)" when absent
   std::string b;
-  std::string Text() const { return key + " " + a + " vs " + b; }  // "OMP_NUM_THREADS 1 vs 2"
+  // For a backend flag a run changed after step 0 began: "run B: True at start, False at
+  // end"; empty otherwise.
+  std::string note;
+  // "OMP_NUM_THREADS 1 vs 2", "torch.backends.mkldnn.enabled True vs False (run B: ...)"
+  std::string Text() const {
+    return key + " " + a + " vs " + b + (note.empty() ? "" : " (" + note + ")");
+  }
 };
 
 // The numerics-relevant facts of two runs' metadata that differ, in a fixed order: versions,
-// thread counts, deterministic flags, world size, then environment variables by name.
+// thread counts, deterministic flags, world size, backend flags by name, then environment
+// variables by name. A backend flag ("backend_flags": read at the end of the run, and
+// "backend_flags_at_start": as step 0 began) differs when either reading differs; `a` and `b`
+// are the values at the end. When both runs have backend flags, the older top-level
+// `deterministic_algorithms` and `cudnn_deterministic` are left to them.
 std::vector<EnvironmentDifference> CompareEnvironment(const nlohmann::json& a,
                                                       const nlohmann::json& b);
 

@@ -62,8 +62,9 @@ def reference(runs: Path) -> Path:
     return record(runs / "reference")
 
 
-def planted(runs: Path, plant: str) -> Path:
-    return record(runs / plant, "--plant", plant)
+def planted(runs: Path, plant: str, *train_args: str) -> Path:
+    name = "_".join([plant, *(arg.lstrip("-") for arg in train_args)])
+    return record(runs / name, "--plant", plant, *train_args)
 
 
 __all__: List[str] = ["REPO", "TRAIN", "MODEL", "PYTHON", "line_of", "upguard", "record",

@@ -1,11 +1,15 @@
 """Setup differences named before an op is blamed, on the example GPT: a dropout generator
 seeded differently is an RNG verdict at the first random op, a shuffled batch order a data
-verdict at the model call, and a different thread count is named beside the first divergent
-op."""
+verdict at the model call, and a different thread count or backend flag is named beside the
+first divergent op."""
 
 from __future__ import annotations
 
-from conftest import MODEL, TRAIN, diff_json, line_of, planted, record
+import json
+import os
+import subprocess
+
+from conftest import BUILD, MODEL, PYTHON, diff_json, line_of, planted, record, show_json, upguard
 
 
 def only_rank(report):
@@ -57,6 +61,57 @@ def test_thread_count_is_named_beside_the_first_divergent_op(runs, reference):
     # partial sums), still named.
     d = only_rank(report)["divergence"]
     assert d["enclosing"] == ["aten::native_layer_norm_backward"]
+
+
+def test_mkldnn_disabled_is_named_beside_the_culprit(runs, reference):
+    # Turned off before step 0 (--plant-step 0). Measured on this CPU with torch 1.13: with
+    # oneDNN off, GELU takes ATen's own kernel, which rounds differently.
+    code, report = diff_json(reference, planted(runs, "mkldnn-off", "--plant-step", "0"))
+    assert code == 1 and report["verdict"] == "culprit"
+    assert report["environment"] == ["torch.backends.mkldnn.enabled True vs False"]
+    d = only_rank(report)["divergence"]
+    assert (d["op"], d["module"], d["phase"], d["step"]) == (
+        "aten::gelu", "blocks.0.mlp.act", "forward", 0)
+
+
+def test_a_flag_changed_during_the_run_says_both_readings(runs, reference):
+    # Turned off before step 2: true as step 0 began, false at the end; the culprit moves to
+    # step 2. The text report says the same, as `environment differs: ...`.
+    run = planted(runs, "mkldnn-off")
+    code, report = diff_json(reference, run)
+    assert code == 1 and report["verdict"] == "culprit"
+    flag = "torch.backends.mkldnn.enabled True vs False (run B: True at start, False at end)"
+    assert report["environment"] == [flag]
+    d = only_rank(report)["divergence"]
+    assert (d["op"], d["module"], d["step"]) == ("aten::gelu", "blocks.0.mlp.act", 2)
+    text = upguard("diff", reference, run).stdout
+    assert f"  environment differs: {flag}\n" in text
+
+
+def test_backend_flags_are_read_without_recording_an_op(runs, reference):
+    # Reading them at the end runs no torch op (flush_denormal is read from Python floats): an
+    # op there would make a partial step 4; the last step ends with the optimizer's last op.
+    meta = json.loads((reference / "meta.json").read_text())
+    assert meta["backend_flags"]["flush_denormal"] == "False"
+    assert meta["backend_flags"] == meta["backend_flags_at_start"]
+    steps = show_json(reference)["steps"]
+    assert [step["step"] for step in steps] == [0, 1, 2, 3]
+    assert (steps[-1]["ops"][-1]["op"], steps[-1]["ops"][-1]["phase"]) == (
+        "aten::addcdiv_", "optimizer")
+
+
+def test_backend_flags_follow_what_the_program_set():
+    # flush_denormal has no torch getter: read from the CPU mode that torch.set_flush_denormal
+    # sets, and that Python floats obey.
+    script = ("import torch; from upguard._meta import backend_flags as f; a = f(); "
+              "torch.set_flush_denormal(True); torch.backends.mkldnn.enabled = False; "
+              "torch.set_default_dtype(torch.float64); b = f(); print("
+              "a['flush_denormal'], b['flush_denormal'], b['torch.backends.mkldnn.enabled'], "
+              "b['torch.get_default_dtype()'])")
+    result = subprocess.run([PYTHON, "-c", script], capture_output=True, text=True,
+                            env=dict(os.environ, PYTHONPATH=str(BUILD / "python")))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "True", "False", "torch.float64"]
 
 
 def test_identical_runs_have_no_setup_findings(runs, reference):
