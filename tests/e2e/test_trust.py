@@ -139,6 +139,7 @@ def test_mkldnn_disabled_culprit_is_the_first_convolution(cnn_runs: Path) -> Non
     div = rank0(report)["divergence"]
     assert code == 1 and report["verdict"] == "culprit"
     assert (div["op"], div["module"], div["step"]) == ("aten::_convolution", "conv1", 0)
+    assert "torch.backends.mkldnn.enabled True vs False" in report["environment"]
 
 
 def test_resnet18_bn_momentum_not_identical(tmp_path: Path) -> None:
