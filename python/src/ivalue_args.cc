@@ -41,9 +41,8 @@ DType ToDType(c10::ScalarType type) {
 
 bool IsReadable(const at::Tensor& tensor) {
   return tensor.defined() && !tensor.is_nested() && tensor.layout() == c10::kStrided &&
-         tensor.device().is_cpu() &&
-         tensor.has_storage() && ToDType(tensor.scalar_type()) != DType::kInvalid &&
-         !tensor.is_conj() && !tensor.is_neg();
+         tensor.device().is_cpu() && tensor.has_storage() &&
+         ToDType(tensor.scalar_type()) != DType::kInvalid && !tensor.is_conj() && !tensor.is_neg();
 }
 
 TensorView ViewOf(const at::Tensor& tensor) {

@@ -40,10 +40,10 @@ bool OverwritesSelf(std::string_view name) {
 // memory that may not be initialized (as_strided_ on a fresh buffer in sparse kernels).
 bool ChangesOnlyMetadata(std::string_view name) {
   static constexpr std::string_view kOps[] = {
-      "aten::as_strided_", "aten::set_",       "aten::squeeze_",  "aten::unsqueeze_",
-      "aten::transpose_",  "aten::t_",         "aten::swapdims_", "aten::swapaxes_",
-      "aten::detach_",     "aten::_coalesced_", "aten::sparse_resize_",
-      "aten::sparse_resize_and_clear_"};
+      "aten::as_strided_", "aten::set_",           "aten::squeeze_",
+      "aten::unsqueeze_",  "aten::transpose_",     "aten::t_",
+      "aten::swapdims_",   "aten::swapaxes_",      "aten::detach_",
+      "aten::_coalesced_", "aten::sparse_resize_", "aten::sparse_resize_and_clear_"};
   for (std::string_view op : kOps) {
     if (name == op) return true;
   }

@@ -321,7 +321,8 @@ Status WalkStep(const RankTrace& ta, const std::shared_ptr<const StepOps>& step_
     if (outcome == OpOutcome::kSame) continue;
     if (outcome == OpOutcome::kLatent) {
       // Like a nested difference, a latent one inside an equal top-level op changed nothing.
-      if (!diff->latent && !InsideCleanTopLevelOp(ta, sa, pair.a, tb, sb, pair.b, alignment, judge)) {
+      if (!diff->latent &&
+          !InsideCleanTopLevelOp(ta, sa, pair.a, tb, sb, pair.b, alignment, judge)) {
         numeric.enclosing.clear();
         for (std::optional<size_t> up = ParentIndex(sa.ops, pair.a); up;
              up = ParentIndex(sa.ops, *up)) {

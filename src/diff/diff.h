@@ -204,8 +204,8 @@ struct RankDiff {
   std::optional<NumericDivergence> latent;
   // kUnattributed: the first step whose step digests differ though no compared op differs.
   std::optional<uint32_t> unattributed_step;
-  ToleranceSummary tolerance;                      // empty without DiffOptions::tolerance
-  std::vector<std::string> notes;                  // e.g. a trace that ends early
+  ToleranceSummary tolerance;      // empty without DiffOptions::tolerance
+  std::vector<std::string> notes;  // e.g. a trace that ends early
   // kRng / kData: what was set up differently, where it first showed ("RNG state differs at
   // step 2 (before op aten::bernoulli_, module drop, model.py:116)"). Set by ApplySetupChecks.
   std::string setup;

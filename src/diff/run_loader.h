@@ -32,7 +32,7 @@ namespace upguard {
 struct RankTrace {
   int rank = 0;
   std::string path;
-  nlohmann::json meta;  // the RunMeta record
+  nlohmann::json meta;   // the RunMeta record
   uint16_t version = 0;  // the file's format version (trace.md §7)
   std::shared_ptr<StepStore> store;
 

@@ -125,7 +125,8 @@ std::string DifferingArguments(const Ctx& ctx, const NumericDivergence& numeric)
     if (!slot.Differs() || slot.a == nullptr || slot.b == nullptr) continue;
     if (slot.a->kind != ArgKind::kScalar) continue;
     text += (text.empty() ? "" : ", ") + OrDash(slot.name) + " differs " +
-            DescribeArg(*slot.a, ctx.ta.strings()) + " -> " + DescribeArg(*slot.b, ctx.tb.strings());
+            DescribeArg(*slot.a, ctx.ta.strings()) + " -> " +
+            DescribeArg(*slot.b, ctx.tb.strings());
   }
   return text;
 }

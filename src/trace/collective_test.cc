@@ -280,9 +280,9 @@ TEST(CollectiveStepDigestTest, DocumentedBytes) {
       "stepend 0\n");
   // The op, no inputs, an alias (dtype float32, 1 dimension of 4).
   std::string bytes = std::string("c\0\xFF\x03\x01\x01\x04\xFF", 8);
-  bytes += std::string("\x06\x00\x01\x01", 4);            // mark, index 0, completed, tensor
-  AppendDigest(DigestBytes("s", 1), &bytes);              // its digest
-  bytes += "\xFF";                                        // end of the outputs
+  bytes += std::string("\x06\x00\x01\x01", 4);  // mark, index 0, completed, tensor
+  AppendDigest(DigestBytes("s", 1), &bytes);    // its digest
+  bytes += "\xFF";                              // end of the outputs
   const XXH128_hash_t expected = XXH3_128bits(bytes.data(), bytes.size());
   EXPECT_EQ(digest, (Digest128{expected.high64, expected.low64}));
 }
