@@ -35,6 +35,7 @@
 #include "rng_state.h"
 #include "string_pool.h"
 #include "thread_state.h"
+#include "written_inputs.h"
 
 namespace upguard::torch_adapter {
 namespace {
@@ -49,7 +50,7 @@ struct OpContext : at::ObserverContext {
   HeldInputs held;  // for a targeted capture (capture.h)
   // The inputs the op writes (OpInfo::written_inputs), kept from entry: the RecordFunction's
   // inputs are gone at exit. Recorded as outputs when no result returns them.
-  std::vector<std::pair<std::string_view, c10::IValue>> written;
+  WrittenInputs written;
 };
 
 std::atomic<Recorder*> g_recorder{nullptr};
@@ -226,47 +227,6 @@ std::unique_ptr<at::ObserverContext> EnterOp(const at::RecordFunction& fn, Threa
   return ctx;
 }
 
-// An op not recorded still changes what it writes: forget the digests of its undeclared
-// writes now (declared ones move the version counter). Nothing digests them before it ends:
-// a nested op that does is recorded and forgets them itself at its exit.
-void ForgetUndeclaredWrites(const at::RecordFunction& fn, const ThreadState& ts) {
-  if (ts.busy || g_recorder.load(std::memory_order_acquire) == nullptr) return;
-  const OpInfo& info = LookupOpInfo(fn);
-  if (!info.undeclared_writes) return;
-  for (int idx : info.written_inputs) {
-    if (static_cast<size_t>(idx) >= fn.inputs().size()) continue;
-    ForEachTensor(fn.inputs()[idx], [](const at::Tensor& t) { ForgetWritten(t); });
-  }
-}
-
-bool Returned(const at::Tensor& tensor, const std::vector<c10::IValue>& results) {
-  bool found = false;
-  for (const c10::IValue& result : results) {
-    ForEachTensor(result, [&](const at::Tensor& t) {
-      found |= t.unsafeGetTensorImpl() == tensor.unsafeGetTensorImpl();
-    });
-  }
-  return found;
-}
-
-// The inputs the op wrote: their cached digests are stale now (before anything is digested),
-// and those no result returns are recorded as outputs (running statistics, a foreach op's
-// tensors), digested as they are after the op.
-void ForgetWrittenInputs(const std::vector<std::pair<std::string_view, c10::IValue>>& written) {
-  for (const auto& entry : written) {
-    ForEachTensor(entry.second, [](const at::Tensor& t) { ForgetWritten(t); });
-  }
-}
-
-void AppendWrittenInputs(const std::vector<std::pair<std::string_view, c10::IValue>>& written,
-                         const std::vector<c10::IValue>& results, ArgBatch* batch) {
-  for (const auto& [name, value] : written) {
-    bool returned = true;
-    ForEachTensor(value, [&](const at::Tensor& t) { returned &= Returned(t, results); });
-    if (!returned) AppendTensorValues(value, name, batch);
-  }
-}
-
 // At the end of a top-level forward op: the autograd nodes it created map to its module and
 // call site, for the backward ops they will run.
 void RememberOrigins(ThreadState& ts) {
@@ -336,7 +296,9 @@ std::unique_ptr<at::ObserverContext> OnOpEnter(const at::RecordFunction& fn) {
   }
   const uint32_t depth = ts.depth++;
   auto ctx = Guarded(fn, ts, [&] { return EnterOp(fn, ts, depth); });
-  if (ctx == nullptr) Guarded(fn, ts, [&] { ForgetUndeclaredWrites(fn, ts); });
+  if (ctx == nullptr && !ts.busy && g_recorder.load(std::memory_order_acquire) != nullptr) {
+    Guarded(fn, ts, [&] { ForgetUndeclaredWrites(fn); });
+  }
   // After EnterOp: the collective's inputs are digested before they count as in flight.
   if (std::strncmp(fn.name(), "c10d::", 6) == 0) {
     Guarded(fn, ts, [&] { LaunchIfCollective(fn, ts, depth); });
