@@ -62,9 +62,16 @@ def reference(runs: Path) -> Path:
     return record(runs / "reference")
 
 
+_PLANTED: Dict[Path, Path] = {}
+
+
 def planted(runs: Path, plant: str, *train_args: str) -> Path:
+    """The example GPT recorded with `plant`: once per session, shared by every test asking."""
     name = "_".join([plant, *(arg.lstrip("-") for arg in train_args)])
-    return record(runs / name, "--plant", plant, *train_args)
+    run_dir = runs / name
+    if run_dir not in _PLANTED:
+        _PLANTED[run_dir] = record(run_dir, "--plant", plant, *train_args)
+    return _PLANTED[run_dir]
 
 
 __all__: List[str] = ["REPO", "TRAIN", "MODEL", "PYTHON", "line_of", "upguard", "record",

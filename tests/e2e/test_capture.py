@@ -106,9 +106,7 @@ def test_explain_compares_the_culprits_elements(runs, reference):
 
 
 def test_explain_text_report(runs, reference):
-    candidate = runs / "gelu-tanh"  # recorded by the test above
-    if not (candidate / "rank0.ugt").exists():
-        candidate = planted(runs, "gelu-tanh")
+    candidate = planted(runs, "gelu-tanh")  # recorded once per session
     result = upguard("diff", reference, candidate, "--explain", timeout=600)
     assert result.returncode == 1, result.stderr
     assert "explain: re-ran both runs to capture aten::gelu" in result.stdout
