@@ -19,6 +19,8 @@ no_grad`); `--raise-step N` makes bn1's forward raise once at step N (the script
   inorm-momentum  inorm's momentum 0.1 -> 0.3        (running statistics of an InstanceNorm)
   channels-last   model and batches in channels_last memory format
   mkldnn-off      torch.backends.mkldnn.enabled = False (set after import, before training)
+  buffer-numpy    bn1.running_var[0] += 0.5 through numpy before optimizer.step (memory written
+                  outside PyTorch: no op shows it; the model state at the step's end does)
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-PLANTS = ("none", "bn-momentum", "bn-eps", "inorm-momentum", "channels-last", "mkldnn-off")
+PLANTS = ("none", "bn-momentum", "bn-eps", "inorm-momentum", "channels-last", "mkldnn-off",
+          "buffer-numpy")
 
 
 class SmallCNN(nn.Module):
@@ -157,6 +160,8 @@ def main() -> None:
         loss = F.cross_entropy(model(x), y)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        if args.plant == "buffer-numpy" and step >= args.plant_step:
+            bn1.running_var.numpy()[0] += 0.5  # no torch op: invisible to the op stream
         optimizer.step()
         line = f"step {step}: loss {loss.item():.6f}"
         if args.eval:

@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "recorder/capture_selector.h"
@@ -82,5 +83,26 @@ void RecordModelInputs(const std::vector<HostTensor>& tensors);
 // when the next top-level op reads its call site (call_site.h).
 void EnterModule(const std::string& path, const void* frame);
 void ExitModule(const void* frame);
+
+// What a tensor of the model is to it (python/upguard/_state.py numbers them alike).
+enum class TensorRole : uint8_t {
+  kParameter = 0,
+  kBuffer = 1,
+  kGradient = 2,
+  kOptimizerState = 3,
+};
+
+// One tensor of the model: its name in the model ("blocks.0.ln.weight", "... .grad",
+// "exp_avg of blocks.0.ln.weight") and the address of its c10::TensorImpl (`Tensor._cdata`),
+// alive while the sink runs.
+struct ModelTensorRef {
+  std::string_view name;
+  TensorRole role = TensorRole::kParameter;
+  uintptr_t impl = 0;
+};
+using ModelTensorSink = std::function<void(const ModelTensorRef&)>;
+// Set once by the module: a function that hands every tensor of the model to its sink, with
+// the GIL held (model_state.h).
+void SetModelTensorSource(std::function<void(const ModelTensorSink&)> source);
 
 }  // namespace upguard::torch_adapter

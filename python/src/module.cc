@@ -137,6 +137,24 @@ std::vector<std::pair<const void*, GroupInfo>> ResolveGroups() {
   return groups;
 }
 
+// upguard._state.named_tensors(): every tensor of the model, handed to `sink` while the GIL is
+// held and the list keeps them alive.
+void ReadModelTensorsFromPython(const ModelTensorSink& sink) {
+  if (!Py_IsInitialized()) return;
+  py::gil_scoped_acquire gil;
+  try {
+    py::object named = py::module_::import("upguard._state").attr("named_tensors")();
+    for (py::handle item : named) {
+      auto entry = item.cast<py::tuple>();
+      const std::string name = entry[0].cast<std::string>();
+      sink(ModelTensorRef{name, static_cast<TensorRole>(entry[1].cast<int>()),
+                          entry[2].cast<uintptr_t>()});
+    }
+  } catch (const std::exception& e) {  // error_already_set included
+    std::fprintf(stderr, "upguard: the model's tensors were not read: %s\n", e.what());
+  }
+}
+
 }  // namespace
 }  // namespace upguard::torch_adapter
 
@@ -144,6 +162,7 @@ PYBIND11_MODULE(_C, m) {
   namespace adapter = upguard::torch_adapter;
   m.doc() = "upguard's compiled recorder (private; use the `upguard` package)";
   adapter::SetGroupResolver(adapter::ResolveGroups);
+  adapter::SetModelTensorSource(adapter::ReadModelTensorsFromPython);
   m.def("start", &adapter::StartFromPython, py::arg("run_dir"), py::arg("rank"),
         py::arg("world_size"), py::arg("steps"), py::arg("max_depth"), py::arg("ops"),
         py::arg("stats"), py::arg("engine_meta_json"), py::arg("skip_prefixes"), py::arg("cwd"),

@@ -30,6 +30,7 @@
 #include "collectives.h"
 #include "digest_cache.h"
 #include "ivalue_args.h"
+#include "model_state.h"
 #include "op_info.h"
 #include "origins.h"
 #include "rng_state.h"
@@ -117,8 +118,31 @@ void RecordRngState(Recorder* recorder) {
 
 [[noreturn]] void CloseAndExit(const char* why, int code);
 
+// The model's parameters, buffers and optimizer state as the step ends (model_state.h).
+// Reading them runs Python (with the GIL) but no torch op.
+void RecordModelStateAtStepEnd(Recorder* recorder) {
+  ThreadState& ts = Tls();
+  if (ts.busy || !recorder->StepWanted()) return;
+  ts.busy = true;
+  RecordedOp recorded;
+  try {
+    const std::vector<NamedTensor> tensors = ReadModelTensors();
+    if (!tensors.empty()) recorded = RecordModelState(recorder, tensors);
+  } catch (const std::exception& e) {
+    ts.busy = false;
+    return Disable("the model state at the step's end", e.what());
+  }
+  ts.busy = false;
+  if (recorded.diverged) {
+    OpEvent event;
+    event.op = kStateOp;
+    OnDivergence(recorded, event, HeldInputs{}, ArgBatch{}, {});
+  }
+}
+
 void StepBoundary(Recorder* recorder) {
   FlushCollectives(recorder);
+  RecordModelStateAtStepEnd(recorder);
   recorder->MarkStep();
   g_rng_recorded.store(false);
   g_forward_seen.store(false);
@@ -445,6 +469,11 @@ Status Start(const AdapterOptions& options) {
 
 Status Stop(const std::string& final_engine_meta_json, bool died) {
   std::lock_guard<std::mutex> lock(g_lifecycle_mu);
+  // The last step ends here (not when it died inside, nor when it holds no op yet).
+  Recorder* running = g_recorder.load();
+  if (running != nullptr && !died && running->ops_in_step() > 0) {
+    RecordModelStateAtStepEnd(running);
+  }
   for (at::CallbackHandle handle : g_handles) at::removeCallback(handle);
   g_handles.clear();
   Recorder* recorder = g_recorder.exchange(nullptr);

@@ -65,15 +65,18 @@ class _Entry(NamedTuple):
 
 
 class ModuleScopes:
-    """The running modules; `on_first_call` runs once, when the first outermost module starts."""
+    """The running modules; `on_first_call` runs once, when the first outermost module starts,
+    `on_root` at every outermost module call."""
 
-    def __init__(self, on_first_call: Optional[Callable[[], None]] = None) -> None:
+    def __init__(self, on_first_call: Optional[Callable[[], None]] = None,
+                 on_root: Optional[Callable[[torch.nn.Module], None]] = None) -> None:
         self._paths: "weakref.WeakKeyDictionary[torch.nn.Module, str]" = weakref.WeakKeyDictionary()
         # Shared by all threads (a module run on a worker thread is named under the module that
         # runs it), while _C keeps one module stack per thread.
         self._stack: List[_Entry] = []
         self._handles: List[Any] = []
         self._on_first_call = on_first_call
+        self._on_root = on_root  # told of every outermost module call
 
     def install(self) -> None:
         hooks = torch.nn.modules.module
@@ -139,6 +142,8 @@ class ModuleScopes:
             if self._on_first_call is not None:
                 first_call, self._on_first_call = self._on_first_call, None
                 first_call()
+            if self._on_root is not None:
+                self._on_root(module)
             _record_batch(inputs)
         path = self.path_of(module)
         self._stack.append(_Entry(module, call, threading.get_ident()))

@@ -11,6 +11,7 @@ import torch
 from upguard import _C
 from upguard._meta import backend_flags, engine_meta_json
 from upguard._modules import ModuleScopes
+from upguard._state import REGISTRY
 
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 _UPGUARD_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -49,7 +50,8 @@ class Recording:
         self.continue_after_divergence = continue_after_divergence
         self.rank = int(os.environ.get("RANK", "0")) if rank is None else rank
         self.world_size = int(os.environ.get("WORLD_SIZE", "1")) if world_size is None else world_size
-        self._scopes = ModuleScopes(on_first_call=self._note_flags_at_start)
+        self._scopes = ModuleScopes(on_first_call=self._note_flags_at_start,
+                                    on_root=REGISTRY.add_root)
         self._flags_at_start: Dict[str, str] = {}
         self._running = False
 
@@ -66,6 +68,7 @@ class Recording:
         _C.start(self.run_dir, self.rank, self.world_size, self.steps, self.max_depth, self.ops,
                  self.stats, engine_meta_json(), [_TORCH_DIR + os.sep, _UPGUARD_DIR + os.sep],
                  os.getcwd(), self.capture, self.against, self.continue_after_divergence)
+        REGISTRY.install()
         self._scopes.install()
         self._running = True
         _active = self
@@ -81,7 +84,10 @@ class Recording:
         # Thread counts, backend flags etc. as they are now, for the setup check (reading them
         # runs no torch op), and the flags as step 0 began. A program ending by an uncaught
         # exception died inside its step: that step is left without its end.
-        _C.stop(engine_meta_json(self._flags_at_start), died=_died_of_exception)
+        try:
+            _C.stop(engine_meta_json(self._flags_at_start), died=_died_of_exception)
+        finally:
+            REGISTRY.remove()
 
     @property
     def trace_path(self) -> str:

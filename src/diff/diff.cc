@@ -522,6 +522,8 @@ std::string_view VerdictName(Verdict verdict) {
       return "latent";
     case Verdict::kUnattributed:
       return "unattributed";
+    case Verdict::kState:
+      return "state";
   }
   return "unknown";
 }

@@ -63,6 +63,9 @@ enum class Verdict : uint8_t {
   // The step digests differ, yet no compared op differs: recorded bytes differ where the diff
   // cannot attribute them to an op. Never reported as identical (RankDiff::unattributed).
   kUnattributed = 7,
+  // The first difference is a tensor of the model (parameter, buffer, optimizer state) at a
+  // step's end that no recorded op's output showed (state_check.h).
+  kState = 8,
 };
 std::string_view VerdictName(Verdict verdict);  // "identical", "culprit", ...
 
@@ -208,7 +211,9 @@ struct RankDiff {
   std::vector<std::string> notes;  // e.g. a trace that ends early
   // kRng / kData: what was set up differently, where it first showed ("RNG state differs at
   // step 2 (before op aten::bernoulli_, module drop, model.py:116)"). Set by ApplySetupChecks.
+  // kState: which of the model's tensors differ at which step's end (ApplyStateCheck).
   std::string setup;
+  std::vector<std::string> state_differs;  // kState: the differing tensors, by name
 };
 
 struct DiffOptions {

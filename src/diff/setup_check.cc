@@ -3,6 +3,8 @@
 #include <set>
 #include <string_view>
 
+#include "diff/state_check.h"
+
 namespace upguard {
 namespace {
 
@@ -154,6 +156,7 @@ void ApplySetupChecks(const Run& a, const Run& b, DiffResult* result) {
     }
     first_numeric = false;
   }
+  ApplyStateCheck(a, result);
 }
 
 }  // namespace upguard

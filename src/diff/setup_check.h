@@ -58,7 +58,8 @@ SetupCause ClassifySetup(const NumericDivergence& divergence, const RankTrace& t
 
 // Runs the setup checks on a diff: a rank whose first numerical divergence is a setup
 // difference gets verdict kRng or kData and its `setup` text (and so does the result, when
-// that rank decides it); the environment differences go to result->environment.
+// that rank decides it); the environment differences go to result->environment. Then the
+// model-state check (state_check.h).
 void ApplySetupChecks(const Run& a, const Run& b, DiffResult* result);
 
 }  // namespace upguard

@@ -192,6 +192,7 @@ json DiffToJson(const DiffResult& result, const Run& a, const Run& b) {
         {"last_step", diff.last_step ? json(*diff.last_step) : json(nullptr)},
         {"notes", diff.notes},
         {"setup", diff.setup.empty() ? json(nullptr) : json(diff.setup)},
+        {"state_differs", diff.state_differs},
         {"divergence", diff.numeric ? NumericJson(*diff.numeric, ta, tb) : json(nullptr)},
         {"latent", diff.latent ? NumericJson(*diff.latent, ta, tb) : json(nullptr)},
         {"unattributed_step",

@@ -359,6 +359,13 @@ void Rank(const Ctx& ctx, const RankDiff& diff) {
             << ") before any op computed differently;\n           the op below is where it "
                "shows first.\n\n";
   }
+  if (diff.verdict == Verdict::kState) {
+    ctx.out << "  STATE  " << diff.setup
+            << "\n  verdict: state — no recorded op's output shows this difference: the tensor "
+               "was written\n           where upguard sees no write (memory written outside "
+               "PyTorch, e.g. through numpy,\n           or a kernel writing an input its "
+               "schema does not declare).\n\n";
+  }
   if (diff.verdict == Verdict::kUnattributed) {
     ctx.out << "  UNATTRIBUTED  step " << *diff.unattributed_step
             << ": the step digests differ, yet every compared op is equal.\n"

@@ -1,0 +1,95 @@
+#include "model_state.h"
+
+#include <c10/util/intrusive_ptr.h>
+
+#include <cstdio>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <unordered_set>
+#include <utility>
+
+#include "digest_cache.h"
+#include "ivalue_args.h"
+
+namespace upguard::torch_adapter {
+namespace {
+
+std::mutex g_source_mu;
+std::function<void(const ModelTensorSink&)> g_source;
+
+// A tensor the model still holds: a new owning reference to its TensorImpl.
+at::Tensor Reclaim(uintptr_t impl) {
+  auto ptr =
+      c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::unsafe_reclaim_from_nonowning(
+          reinterpret_cast<c10::TensorImpl*>(impl));
+  return at::Tensor(std::move(ptr));
+}
+
+// Says once per tensor name that its bytes changed while its cached digest said otherwise.
+void WarnStale(std::string_view name, uint32_t step) {
+  static std::mutex mu;
+  static std::unordered_set<std::string> warned;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!warned.emplace(name).second) return;
+  std::fprintf(stderr,
+               "upguard: %.*s changed at step %u without a write upguard saw (a kernel writing "
+               "an input its schema does not declare, or memory written outside PyTorch); its "
+               "digest as an op input may have been stale until the step's end\n",
+               static_cast<int>(name.size()), name.data(), step);
+}
+
+}  // namespace
+
+void SetModelTensorSource(std::function<void(const ModelTensorSink&)> source) {
+  std::lock_guard<std::mutex> lock(g_source_mu);
+  g_source = std::move(source);
+}
+
+std::vector<NamedTensor> ReadModelTensors() {
+  std::function<void(const ModelTensorSink&)> source;
+  {
+    std::lock_guard<std::mutex> lock(g_source_mu);
+    source = g_source;
+  }
+  std::vector<NamedTensor> tensors;
+  if (!source) return tensors;
+  source([&tensors](const ModelTensorRef& ref) {
+    if (ref.impl == 0) return;
+    tensors.push_back(NamedTensor{std::string(ref.name), ref.role, Reclaim(ref.impl)});
+  });
+  return tensors;
+}
+
+RecordedOp RecordModelState(Recorder* recorder, const std::vector<NamedTensor>& tensors) {
+  if (!recorder->Wants(kStateOp, 0)) return {};
+  std::deque<c10::IValue> values;  // what batch.tensors point into
+  ArgBatch batch;
+  for (const NamedTensor& named : tensors) {
+    if (named.role == TensorRole::kGradient) continue;
+    values.emplace_back(named.tensor);
+    AppendTensorValues(values.back(), named.name, &batch);
+  }
+  // Hash every tensor afresh; remember what the cache said, to check it.
+  std::vector<std::optional<Digest128>> cached(batch.args.size());
+  for (size_t idx = 0; idx < batch.args.size(); ++idx) {
+    if (batch.args[idx].known == nullptr) continue;
+    cached[idx] = batch.args[idx].known->digest;
+    batch.args[idx].known = nullptr;
+  }
+  std::vector<ArgRecord> inputs = recorder->DigestArgs(batch.args);
+  for (size_t idx = 0; idx < inputs.size(); ++idx) {
+    if (!cached[idx] || *cached[idx] == inputs[idx].digest || batch.tensors[idx] == nullptr) {
+      continue;
+    }
+    Digests().Invalidate(*batch.tensors[idx]);
+    WarnStale(batch.args[idx].name, static_cast<uint32_t>(recorder->step()));
+  }
+  RememberDigests(batch, inputs);
+  OpEvent event;
+  event.op = kStateOp;
+  event.phase = Phase::kOther;
+  return recorder->Record(event, std::move(inputs), {});
+}
+
+}  // namespace upguard::torch_adapter

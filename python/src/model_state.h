@@ -1,0 +1,39 @@
+// The model's tensors by the names the model gives them (python/upguard/_state.py): parameters
+// and buffers of the modules that ran, their gradients, the optimizers' state.
+//
+// At the end of every recorded step the parameters, buffers and optimizer state are recorded
+// as the inputs of a pseudo-op `upguard::state`, each named as the model names it
+// ("bn1.running_mean", "exp_avg_sq of fc.weight"). They are hashed afresh, never served from
+// the digest cache: so a difference that no op's output shows (memory written behind
+// PyTorch's back, a kernel writing an input it does not declare and the undeclared-write table
+// misses) still surfaces at the step where it was born, and the diff says so (verdict
+// "state"). A cached digest that disagrees with the bytes is such a write: the cache entry is
+// dropped and the recorder says so once per tensor.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <string>
+#include <vector>
+
+#include "adapter.h"
+#include "upguard/recorder.h"
+
+namespace upguard::torch_adapter {
+
+inline constexpr std::string_view kStateOp = "upguard::state";
+
+struct NamedTensor {
+  std::string name;
+  TensorRole role = TensorRole::kParameter;
+  at::Tensor tensor;
+};
+
+// The model's tensors now, from the source the module set (SetModelTensorSource; it takes the
+// GIL); empty without one or when no module ran yet.
+std::vector<NamedTensor> ReadModelTensors();
+
+// Records `upguard::state` with every tensor of `tensors` but the gradients, hashed now.
+RecordedOp RecordModelState(Recorder* recorder, const std::vector<NamedTensor>& tensors);
+
+}  // namespace upguard::torch_adapter

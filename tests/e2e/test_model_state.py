@@ -1,0 +1,86 @@
+"""Issue 11 part 4: each recorded step ends with the model's state (upguard::state) — every
+parameter, buffer and optimizer-state tensor, hashed afresh and named as the model names it —
+so a difference that no op's output shows still surfaces at the step where it was born."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+
+from conftest import PYTHON, REPO, TRAIN, upguard
+
+CNN = REPO / "examples" / "cnn_train.py"
+
+
+def record(run_dir: Path, script: Path, *args: str) -> Path:
+    result = upguard("record", "-o", run_dir, "--", PYTHON, script, "--quiet", *args, timeout=600)
+    assert result.returncode == 0, result.stderr
+    return run_dir
+
+
+def diff(a: Path, b: Path) -> Dict:
+    result = upguard("diff", a, b, "--json")
+    assert result.returncode in (0, 1), result.stderr
+    report = json.loads(result.stdout)
+    assert (result.returncode == 0) == (report["verdict"] == "identical")
+    return report
+
+
+def state_ops(run: Path) -> List[Dict]:
+    result = upguard("show", run, "--json")
+    assert result.returncode == 0, result.stderr
+    shown = json.loads(result.stdout)
+    return [dict(op, step=step["step"]) for step in shown["steps"] for op in step["ops"]
+            if op["op"] == "upguard::state"]
+
+
+@pytest.fixture(scope="module")
+def cnn_ref(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return record(tmp_path_factory.mktemp("state") / "ref", CNN, "--steps", "3")
+
+
+def test_every_step_ends_with_the_named_model_state(cnn_ref: Path) -> None:
+    ops = state_ops(cnn_ref)
+    assert [op["step"] for op in ops] == [0, 1, 2]
+    for op in ops:
+        assert op["index"] == max(o["index"] for o in ops if o["step"] == op["step"])
+    names = [arg["name"] for arg in ops[0]["inputs"]]
+    # Parameters, then buffers, then SGD's momentum buffers, named as the model names them.
+    assert names[:2] == ["conv1.weight", "bn1.weight"]
+    for buffer in ("bn1.running_mean", "bn1.running_var", "bn1.num_batches_tracked",
+                   "inorm.running_mean", "inorm.running_var"):
+        assert buffer in names
+    assert "momentum_buffer of conv1.weight" in names and "momentum_buffer of fc.bias" in names
+    assert not any(name.endswith(".grad") for name in names)  # gradients are not state
+    assert all(arg["kind"] == "tensor" for arg in ops[0]["inputs"])
+
+
+def test_memory_written_outside_pytorch_is_a_state_verdict(cnn_ref: Path, tmp_path: Path) -> None:
+    """bn1.running_var changed through numpy before optimizer.step at step 1: no op shows it."""
+    again = record(tmp_path / "again", CNN, "--steps", "3")
+    assert diff(cnn_ref, again)["verdict"] == "identical"
+    planted = record(tmp_path / "numpy", CNN, "--steps", "3", "--plant", "buffer-numpy",
+                     "--plant-step", "1")
+    report = diff(cnn_ref, planted)
+    rank = report["ranks"][0]
+    assert report["verdict"] == "state" and rank["verdict"] == "state"
+    assert rank["state_differs"] == ["bn1.running_var"]
+    assert rank["divergence"]["op"] == "upguard::state" and rank["divergence"]["step"] == 1
+    assert rank["setup"].startswith("model state differs at the end of step 1: bn1.running_var")
+    text = upguard("diff", cnn_ref, planted).stdout
+    assert "STATE  model state differs at the end of step 1: bn1.running_var" in text
+    assert "result: state" in text
+
+
+def test_adam_state_is_named_after_its_parameter(tmp_path: Path) -> None:
+    run = record(tmp_path / "gpt", TRAIN, "--steps", "2")
+    ops = state_ops(run)
+    assert [op["step"] for op in ops] == [0, 1]
+    names = {arg["name"] for arg in ops[1]["inputs"]}
+    for param in ("tok_emb.weight", "blocks.0.attn.qkv.weight"):
+        assert param in names
+        for key in ("step", "exp_avg", "exp_avg_sq"):
+            assert f"{key} of {param}" in names
