@@ -9,6 +9,7 @@
   gelu-tanh       blocks.1.mlp.act uses the tanh approximation of GELU      (forward culprit)
   backward-scale  blocks.1.attn scales its gradient by 1 + 2^-20 in backward (backward culprit)
   adamw-eps       AdamW's eps becomes 1e-7                                   (optimizer culprit)
+  lr-warmup       a linear learning-rate warm-up over 4 steps (lr/4, lr/2, ...) (optimizer culprit)
   extra-op        blocks.0.mlp multiplies its hidden activations by 1.0      (structural)
   data-shift      the batches start one character later                      (data)
   data-order      the same batch rows in reverse order                       (data)
@@ -38,7 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpt import GPT, GPTConfig  # noqa: E402
 
 PLANTS = ("none", "gelu-tanh", "backward-scale", "adamw-eps", "extra-op", "data-shift",
-          "extra-contiguous",
+          "extra-contiguous", "lr-warmup",
           "log-zero", "overflow", "data-order", "dropout-seed", "reseed-in-forward", "mkldnn-off")
 
 
@@ -113,6 +114,9 @@ def main() -> None:
         if planted and "adamw-eps" in plants:
             for group in optimizer.param_groups:
                 group["eps"] = 1e-7
+        if planted and "lr-warmup" in plants:
+            for group in optimizer.param_groups:
+                group["lr"] = args.lr * min(1.0, (step - args.plant_step + 1) / 4)
         if planted and "extra-op" in plants:
             model.blocks[0].mlp.extra_op = True
         if planted and "extra-contiguous" in plants:

@@ -104,5 +104,8 @@ using ModelTensorSink = std::function<void(const ModelTensorRef&)>;
 // Set once by the module: a function that hands every tensor of the model to its sink, with
 // the GIL held (model_state.h).
 void SetModelTensorSource(std::function<void(const ModelTensorSink&)> source);
+// Reads the model's tensors again for naming op arguments (tensor_names.h): a new outermost
+// module ran. Called with the GIL held.
+void RefreshTensorNames();
 
 }  // namespace upguard::torch_adapter

@@ -179,6 +179,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("current_step", &adapter::CurrentStep);
   m.def("ops_recorded", &adapter::OpsRecorded);
   m.def("trace_path", &adapter::TracePath);
+  m.def("refresh_tensor_names", &adapter::RefreshTensorNames);
   m.def("record_model_inputs", &adapter::RecordModelInputsFromPython, py::arg("tensors"));
   m.def(
       "enter_module",

@@ -35,6 +35,7 @@
 #include "origins.h"
 #include "rng_state.h"
 #include "string_pool.h"
+#include "tensor_names.h"
 #include "thread_state.h"
 #include "written_inputs.h"
 
@@ -128,6 +129,7 @@ void RecordModelStateAtStepEnd(Recorder* recorder) {
   try {
     const std::vector<NamedTensor> tensors = ReadModelTensors();
     if (!tensors.empty()) recorded = RecordModelState(recorder, tensors);
+    ResetTensorNames(tensors);  // gradients and state made in this step are named from now on
   } catch (const std::exception& e) {
     ts.busy = false;
     return Disable("the model state at the step's end", e.what());
@@ -238,6 +240,12 @@ std::unique_ptr<at::ObserverContext> EnterOp(const at::RecordFunction& fn, Threa
   ArgBatch batch;
   AppendInputs(info, fn.inputs(), &batch);
   AppendGeneratorState(info, fn.inputs(), &batch);
+  // State an optimizer creates in its first step is named once it holds it.
+  if (LabelArgs(&batch) > 0 && phase == Phase::kOptimizer && !ts.names_refreshed) {
+    ts.names_refreshed = true;
+    ResetTensorNames(ReadModelTensors());
+    LabelArgs(&batch);
+  }
   ctx->inputs = recorder->DigestArgs(batch.args);
   RememberDigests(batch, ctx->inputs);
   ctx->held = HoldInputs(info, batch, ctx->inputs, recorder->step(), recorder->ops_in_step(),
@@ -282,6 +290,17 @@ void ExitNode(ThreadState& ts) {
   if (ts.nodes.empty()) return;
   ts.depth = ts.nodes.back().saved_depth;
   ts.nodes.pop_back();
+}
+
+// As Optimizer.step begins: the gradients of this step and the optimizer's state get their
+// names (tensor_names.h).
+void RefreshTensorNamesForStep(ThreadState& ts) {
+  Recorder* recorder = g_recorder.load(std::memory_order_acquire);
+  ts.names_refreshed = false;
+  if (recorder == nullptr || ts.busy || !recorder->StepWanted()) return;
+  ts.busy = true;
+  ResetTensorNames(ReadModelTensors());
+  ts.busy = false;
 }
 
 // Runs `body`; an exception turns recording off instead of reaching the training.
@@ -346,6 +365,7 @@ RecordedOp ExitOp(const at::RecordFunction& fn, at::ObserverContext* ctx_base, T
   ArgBatch batch;
   AppendOutputs(info, fn.outputs(), &batch);
   AppendWrittenInputs(ctx->written, fn.outputs(), &batch);
+  LabelArgs(&batch);
   std::vector<ArgRecord> outputs = recorder->DigestArgs(batch.args);
   RememberDigests(batch, outputs);
   std::vector<Digest128> output_digests;
@@ -392,7 +412,7 @@ std::unique_ptr<at::ObserverContext> OnScopeEnter(const at::RecordFunction& fn) 
     if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
       EnterNode(ts, fn.name(), fn.seqNr());
     } else if (StartsWith(fn.name(), "Optimizer.step#")) {
-      ++ts.optimizer;
+      if (ts.optimizer++ == 0) RefreshTensorNamesForStep(ts);
     } else if (StartsWith(fn.name(), "Optimizer.zero_grad#")) {
       ++ts.zero_grad;
     }
@@ -452,6 +472,7 @@ Status Start(const AdapterOptions& options) {
   g_forward_seen.store(false);
   g_backward_seen.store(false);
   g_recorders.push_back(std::move(recorder));
+  ClearTensorNames();
   g_recorder.store(g_recorders.back().get(), std::memory_order_release);
   g_rng_recorded.store(true);  // none for step 0 (see RecordRngState)
   g_handles.push_back(at::addGlobalCallback(at::RecordFunctionCallback(OnOpEnter, OnOpExit)
@@ -478,6 +499,7 @@ Status Stop(const std::string& final_engine_meta_json, bool died) {
   g_handles.clear();
   Recorder* recorder = g_recorder.exchange(nullptr);
   if (recorder != nullptr) FlushCollectives(recorder);
+  ClearTensorNames();
   if (g_recorders.empty()) return Status::Ok();
   if (!final_engine_meta_json.empty()) {
     RETURN_IF_ERROR(g_recorders.back()->UpdateEngineMeta(final_engine_meta_json));
@@ -542,5 +564,14 @@ void EnterModule(const std::string& path, const void* frame) {
 }
 
 void ExitModule(const void* frame) { Tls().PopModuleCall(frame); }
+
+void RefreshTensorNames() {
+  ThreadState& ts = Tls();
+  Recorder* recorder = g_recorder.load(std::memory_order_acquire);
+  if (recorder == nullptr || ts.busy) return;
+  ts.busy = true;
+  ResetTensorNames(ReadModelTensors());
+  ts.busy = false;
+}
 
 }  // namespace upguard::torch_adapter

@@ -24,6 +24,7 @@ struct ThreadState {
   uint32_t depth = 0;
   bool busy = false;
   int optimizer = 0;
+  bool names_refreshed = false;  // the tensor names were read again inside Optimizer.step
   int zero_grad = 0;
   std::vector<ModuleCall> modules;
   std::vector<Node> nodes;

@@ -20,6 +20,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
+from upguard import _C
+
 # Roles, as python/src/model_state.h numbers them.
 PARAMETER, BUFFER, GRADIENT, OPTIMIZER_STATE = 0, 1, 2, 3
 
@@ -35,9 +37,10 @@ class ModelTensors:
         self._original_init: Optional[Callable[..., None]] = None
 
     def add_root(self, module: torch.nn.Module) -> None:
-        """An outermost module call began (ModuleScopes)."""
+        """An outermost module call began (ModuleScopes): a new one names its tensors now."""
         if not any(ref() is module for ref in self._roots):
             self._roots.append(weakref.ref(module))
+            _C.refresh_tensor_names()
 
     def add_optimizer(self, optimizer: torch.optim.Optimizer) -> None:
         if not any(ref() is optimizer for ref in self._optimizers):

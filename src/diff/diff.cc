@@ -277,6 +277,20 @@ bool InputPipelineOnly(const StepOps& sa, const StepOps& sb, const OpBlock& bloc
   return true;
 }
 
+// A block of ops without counterpart that are all upguard::state, in one run only: the other
+// run was recorded without the model state (an upguard from before it).
+bool ModelStateOnly(const RankTrace& ta, const StepOps& sa, const RankTrace& tb, const StepOps& sb,
+                    const OpBlock& block) {
+  if ((block.count_a == 0) == (block.count_b == 0)) return false;
+  for (size_t op_idx = block.index_a; op_idx < block.index_a + block.count_a; ++op_idx) {
+    if (ta.Str(sa.ops[op_idx].op) != kStateOp) return false;
+  }
+  for (size_t op_idx = block.index_b; op_idx < block.index_b + block.count_b; ++op_idx) {
+    if (tb.Str(sb.ops[op_idx].op) != kStateOp) return false;
+  }
+  return true;
+}
+
 // Counts an op pair whose differing slots are all within tolerance.
 void NoteWithin(const NumericDivergence& within, const RankTrace& ta, const ToleranceJudge& judge,
                 ToleranceSummary* summary) {
@@ -308,7 +322,14 @@ Status WalkStep(const RankTrace& ta, const std::shared_ptr<const StepOps>& step_
     std::vector<bool> skipped;
     for (const OpBlock& block : alignment.blocks()) {
       inside_clean.push_back(BlockInsideCleanOps(ta, sa, tb, sb, alignment, block, judge, &clean));
-      skipped.push_back(InputPipelineOnly(sa, sb, block));
+      const bool state_only = ModelStateOnly(ta, sa, tb, sb, block);
+      if (state_only && !diff->state_in_one_run) {
+        diff->state_in_one_run = true;
+        diff->notes.push_back("only " + (block.count_a > 0 ? ta : tb).path +
+                              " recorded the model state at each step's end (the other was "
+                              "recorded by an older upguard): the model state is not compared");
+      }
+      skipped.push_back(state_only || InputPipelineOnly(sa, sb, block));
     }
     hold = structure->AddStep(ta, sa, tb, sb, alignment, inside_clean, skipped);
   }
@@ -497,7 +518,8 @@ StatusOr<RankDiff> DiffRank(const RankTrace& ta, const RankTrace& tb, const Diff
   diff.verdict = RankVerdict(diff);
   // The invariant: differing step digests are never "identical". Without a tolerance nothing
   // is excused that the digest covers, so a miss here is a gap in the diff, said plainly.
-  if (diff.verdict == Verdict::kIdentical && digests_differ && !options.tolerance) {
+  if (diff.verdict == Verdict::kIdentical && digests_differ && !options.tolerance &&
+      !diff.state_in_one_run) {
     diff.verdict = Verdict::kUnattributed;
     diff.unattributed_step = digests_differ;
   }

@@ -48,6 +48,11 @@
 
 namespace upguard {
 
+// The pseudo-op that ends each recorded step with the model's parameters, buffers and
+// optimizer state (state_check.h). A run recorded by an upguard from before it has none: a
+// block of ops without counterpart that holds only these is not a difference.
+inline constexpr std::string_view kStateOp = "upguard::state";
+
 // Serialized in --json output as strings; values fixed.
 enum class Verdict : uint8_t {
   kIdentical = 0,
@@ -207,6 +212,9 @@ struct RankDiff {
   std::optional<NumericDivergence> latent;
   // kUnattributed: the first step whose step digests differ though no compared op differs.
   std::optional<uint32_t> unattributed_step;
+  // Only one run holds upguard::state ops (kStateOp): their step digests cannot agree, so the
+  // digest invariant is not checked.
+  bool state_in_one_run = false;
   ToleranceSummary tolerance;      // empty without DiffOptions::tolerance
   std::vector<std::string> notes;  // e.g. a trace that ends early
   // kRng / kData: what was set up differently, where it first showed ("RNG state differs at

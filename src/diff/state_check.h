@@ -13,8 +13,6 @@
 
 namespace upguard {
 
-inline constexpr std::string_view kStateOp = "upguard::state";
-
 // True when `divergence` is a propagated difference at upguard::state.
 bool IsStateDivergence(const NumericDivergence& divergence, const RankTrace& trace);
 

@@ -191,6 +191,26 @@ void Numeric(const Ctx& ctx, const NumericDivergence& numeric) {
   ctx.out << "      " << ctx.b.dir << ": " << ProducerText(numeric.producer_b, ctx.tb) << "\n";
 }
 
+// Verdict state: the model's tensors that differ as the step ends (state_check.h), and where
+// each run's bytes of the first of them came from.
+void State(const Ctx& ctx, const RankDiff& diff) {
+  const NumericDivergence& numeric = *diff.numeric;
+  ctx.out << "  STATE  " << diff.setup << "\n";
+  std::vector<ArgComparison> differing;
+  for (const ArgComparison& slot : numeric.inputs) {
+    if (slot.Differs()) differing.push_back(slot);
+  }
+  Slots(ctx, "differing tensors (upguard::state, as the step ends)", differing, numeric.tolerance);
+  const ArgComparison& bad = numeric.inputs[*numeric.first_bad_input];
+  ctx.out << "    where " << OrDash(bad.name) << " came from:\n";
+  ctx.out << "      " << ctx.a.dir << ": " << ProducerText(numeric.producer_a, ctx.ta) << "\n";
+  ctx.out << "      " << ctx.b.dir << ": " << ProducerText(numeric.producer_b, ctx.tb) << "\n";
+  ctx.out << "  verdict: state — no recorded op's output shows this difference: the tensor was "
+             "written\n           where upguard sees no write (memory written outside PyTorch, "
+             "e.g. through numpy,\n           or a kernel writing an input its schema does not "
+             "declare).\n";
+}
+
 std::string OpLine(const OpRecord& op, const RankTrace& trace) {
   std::string line = trace.Str(op.op) + "  [" + std::string(PhaseName(op.phase));
   if (op.module != kEmptyString) line += ", " + trace.Str(op.module);
@@ -359,13 +379,6 @@ void Rank(const Ctx& ctx, const RankDiff& diff) {
             << ") before any op computed differently;\n           the op below is where it "
                "shows first.\n\n";
   }
-  if (diff.verdict == Verdict::kState) {
-    ctx.out << "  STATE  " << diff.setup
-            << "\n  verdict: state — no recorded op's output shows this difference: the tensor "
-               "was written\n           where upguard sees no write (memory written outside "
-               "PyTorch, e.g. through numpy,\n           or a kernel writing an input its "
-               "schema does not declare).\n\n";
-  }
   if (diff.verdict == Verdict::kUnattributed) {
     ctx.out << "  UNATTRIBUTED  step " << *diff.unattributed_step
             << ": the step digests differ, yet every compared op is equal.\n"
@@ -395,7 +408,11 @@ void Rank(const Ctx& ctx, const RankDiff& diff) {
     }
     return;
   }
-  Numeric(ctx, *diff.numeric);
+  if (diff.verdict == Verdict::kState) {
+    State(ctx, diff);
+  } else {
+    Numeric(ctx, *diff.numeric);
+  }
   if (!diff.structure) return;
   ctx.out << "\n";
   Summary(ctx, "runs also differ structurally", *diff.structure);
