@@ -61,7 +61,7 @@ std::vector<NamedTensor> ReadModelTensors() {
   return tensors;
 }
 
-RecordedOp RecordModelState(Recorder* recorder, const std::vector<NamedTensor>& tensors) {
+RecordedState RecordModelState(Recorder* recorder, const std::vector<NamedTensor>& tensors) {
   if (!recorder->Wants(kStateOp, 0)) return {};
   std::deque<c10::IValue> values;  // what batch.tensors point into
   ArgBatch batch;
@@ -86,10 +86,18 @@ RecordedOp RecordModelState(Recorder* recorder, const std::vector<NamedTensor>& 
     WarnStale(batch.args[idx].name, static_cast<uint32_t>(recorder->step()));
   }
   RememberDigests(batch, inputs);
+  static const OpInfo kReadsOnly;  // writes nothing: held by reference
+  RecordedState out;
+  out.held = HoldInputs(kReadsOnly, batch, inputs, recorder->step(), recorder->ops_in_step(),
+                        kStateOp, "", Phase::kOther);
   OpEvent event;
   event.op = kStateOp;
   event.phase = Phase::kOther;
-  return recorder->Record(event, std::move(inputs), {});
+  out.recorded = recorder->Record(event, std::move(inputs), {});
+  if (out.held.held && !out.recorded.diverged) {
+    out.stop_after_capture = WriteCaptureIfSelected(out.recorded, event, out.held, ArgBatch{}, {});
+  }
+  return out;
 }
 
 }  // namespace upguard::torch_adapter

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "adapter.h"
+#include "capture.h"
 #include "upguard/recorder.h"
 
 namespace upguard::torch_adapter {
@@ -33,7 +34,15 @@ struct NamedTensor {
 // GIL); empty without one or when no module ran yet.
 std::vector<NamedTensor> ReadModelTensors();
 
-// Records `upguard::state` with every tensor of `tensors` but the gradients, hashed now.
-RecordedOp RecordModelState(Recorder* recorder, const std::vector<NamedTensor>& tensors);
+struct RecordedState {
+  RecordedOp recorded;
+  HeldInputs held;  // for the capture of a divergence from the reference (record --against)
+  bool stop_after_capture = false;  // a --capture selector chose it and asks to stop
+};
+
+// Records `upguard::state` with every tensor of `tensors` but the gradients, hashed now, and
+// writes its capture when a selector chooses it (`upguard diff --explain` on a state verdict
+// shows which elements differ).
+RecordedState RecordModelState(Recorder* recorder, const std::vector<NamedTensor>& tensors);
 
 }  // namespace upguard::torch_adapter

@@ -118,6 +118,7 @@ void RecordRngState(Recorder* recorder) {
 }
 
 [[noreturn]] void CloseAndExit(const char* why, int code);
+[[noreturn]] void StopAfterCapture();
 
 // The model's parameters, buffers and optimizer state as the step ends (model_state.h).
 // Reading them runs Python (with the GIL) but no torch op.
@@ -125,7 +126,7 @@ void RecordModelStateAtStepEnd(Recorder* recorder) {
   ThreadState& ts = Tls();
   if (ts.busy || !recorder->StepWanted()) return;
   ts.busy = true;
-  RecordedOp recorded;
+  RecordedState recorded;
   try {
     const std::vector<NamedTensor> tensors = ReadModelTensors();
     if (!tensors.empty()) recorded = RecordModelState(recorder, tensors);
@@ -135,11 +136,12 @@ void RecordModelStateAtStepEnd(Recorder* recorder) {
     return Disable("the model state at the step's end", e.what());
   }
   ts.busy = false;
-  if (recorded.diverged) {
+  if (recorded.recorded.diverged) {
     OpEvent event;
     event.op = kStateOp;
-    OnDivergence(recorded, event, HeldInputs{}, ArgBatch{}, {});
+    OnDivergence(recorded.recorded, event, recorded.held, ArgBatch{}, {});
   }
+  if (recorded.stop_after_capture) StopAfterCapture();
 }
 
 void StepBoundary(Recorder* recorder) {

@@ -73,6 +73,12 @@ def test_memory_written_outside_pytorch_is_a_state_verdict(cnn_ref: Path, tmp_pa
     text = upguard("diff", cnn_ref, planted).stdout
     assert "STATE  model state differs at the end of step 1: bn1.running_var" in text
     assert "result: state" in text
+    # --explain captures the state in both runs: the one element numpy changed, by +0.5.
+    explained = upguard("diff", cnn_ref, planted, "--explain", timeout=600)
+    assert explained.returncode == 1, explained.stderr
+    line = next(line for line in explained.stdout.splitlines() if "(bn1.running_var)" in line)
+    assert "1 of 16 elements differ" in line and "first at [0]" in line, line
+    assert "max abs error 0.5" in line, line
 
 
 def test_adam_state_is_named_after_its_parameter(tmp_path: Path) -> None:
