@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "trace/record_codec.h"
+#include "trace/step_digest.h"
 #include "trace/trace_test_util.h"
 
 namespace upguard {
@@ -137,6 +138,68 @@ TEST(LabelsTest, TheReaderReportsABadBlockAtItsRecord) {
                 "outputs))"),
             std::string::npos)
       << back->damage->message;
+}
+
+// A step of three ops, written with or without labels: the same ops, digests and step digest.
+TEST(LabelsTest, WrittenReadBackAndOutsideTheStepDigest) {
+  const char* labelled = R"(op phase=optimizer name=aten::mul_ site=adam.py:3
+  in self tensor float32[4] digest=@v stats=min:0,max:1,mean:0.5,l2:1,finite:4 label='exp_avg_sq of fc.weight'
+  in other tensor float32[4] digest=@g label=fc.weight.grad
+  in alpha scalar '0.1'
+  out tensor float32[4] digest=@v2 stats=min:0,max:1,mean:0.5,l2:1,finite:4 label='exp_avg_sq of fc.weight'
+op phase=optimizer name=aten::add_
+  in self tensor float32[4] digest=@w
+  out tensor float32[4] digest=@v stats=min:0,max:1,mean:0.5,l2:1,finite:4 label=fc.weight
+op phase=optimizer name=aten::zero_
+  in self alias float32[4] label=fc.weight.grad
+  out alias float32[4]
+stepend 0
+end
+)";
+  std::string plain = labelled;
+  for (size_t at; (at = plain.find(" label=")) != std::string::npos;) {
+    plain.erase(at, plain.find('\n', at) - at);
+  }
+  const std::string with_path = TempTracePath("with.ugt");
+  const std::string without_path = TempTracePath("without.ugt");
+  ASSERT_TRUE(WriteTraceFromText(labelled, "with", with_path).ok());
+  ASSERT_TRUE(WriteTraceFromText(plain, "without", without_path).ok());
+  const auto with = ReadAll(with_path);
+  const auto without = ReadAll(without_path);
+  ASSERT_TRUE(with.ok() && without.ok());
+  ASSERT_FALSE(with->damage.has_value()) << with->damage->message;
+  ASSERT_EQ(with->records.size(), 4u);
+  ASSERT_EQ(without->records.size(), 4u);
+  auto reader = TraceReader::Open(with_path);
+  ASSERT_TRUE(reader.ok());
+  TraceRecord record;
+  ASSERT_TRUE(*(*reader)->Next(&record));
+  const StringTable& strings = (*reader)->strings();
+  EXPECT_EQ(strings.Get(record.op.inputs[0].label), "exp_avg_sq of fc.weight");
+  EXPECT_EQ(strings.Get(record.op.inputs[1].label), "fc.weight.grad");
+  EXPECT_EQ(record.op.inputs[2].label, kEmptyString);
+  EXPECT_EQ(strings.Get(record.op.outputs[0].label), "exp_avg_sq of fc.weight");
+  ASSERT_TRUE(*(*reader)->Next(&record));
+  EXPECT_TRUE(record.op.outputs[0].has_stats) << "shared statistics resolve as before";
+  EXPECT_EQ(record.op.outputs[0].stats.finite_count, 4u);
+  EXPECT_EQ(strings.Get(record.op.outputs[0].label), "fc.weight");
+  for (size_t record_idx = 0; record_idx < 3; ++record_idx) {
+    const OpRecord& a = with->records[record_idx].op;
+    const OpRecord& b = without->records[record_idx].op;
+    ASSERT_EQ(a.inputs.size(), b.inputs.size());
+    for (size_t arg_idx = 0; arg_idx < a.inputs.size(); ++arg_idx) {
+      EXPECT_EQ(a.inputs[arg_idx].digest, b.inputs[arg_idx].digest);
+    }
+  }
+  EXPECT_EQ(with->records[3].step_end.digest, without->records[3].step_end.digest);
+  // The writer's step digest is the reader's: labels are not folded in either.
+  while (*(*reader)->Next(&record)) {
+  }
+  StepDigester digester;
+  for (size_t record_idx = 0; record_idx < 3; ++record_idx) {
+    digester.AddOp(with->records[record_idx].op, strings);
+  }
+  EXPECT_EQ(digester.Finish(), with->records[3].step_end.digest);
 }
 
 TEST(LabelsTest, ACompletedCollectiveKeepsItsOpsOutputLabels) {
