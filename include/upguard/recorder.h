@@ -42,17 +42,21 @@ struct Arg {
   // kTensor: a digest the caller already knows for exactly these values (e.g. cached from
   // when the same tensor was an earlier op's output); the recorder then does not hash.
   const TensorDigest* known = nullptr;
+  // The tensor's name in the user's model ("fc.weight", "fc.weight.grad", "exp_avg_sq of
+  // fc.weight"), empty when unknown. Descriptive only: never compared, never part of any digest
+  // (trace.md §5.3.2). Set it after the factories below: `arg.label = "fc.weight";`.
+  std::string_view label;
 
   static Arg Tensor(std::string_view name, TensorView view) {
-    return {ArgKind::kTensor, name, view, {}, nullptr};
+    return {ArgKind::kTensor, name, view, {}, nullptr, {}};
   }
   static Arg Scalar(std::string_view name, std::string_view text) {
-    return {ArgKind::kScalar, name, {}, text, nullptr};
+    return {ArgKind::kScalar, name, {}, text, nullptr, {}};
   }
   static Arg Shaped(ArgKind kind, std::string_view name, TensorView view) {
-    return {kind, name, view, {}, nullptr};
+    return {kind, name, view, {}, nullptr, {}};
   }
-  static Arg None(std::string_view name) { return {ArgKind::kNone, name, {}, {}, nullptr}; }
+  static Arg None(std::string_view name) { return {ArgKind::kNone, name, {}, {}, nullptr, {}}; }
 };
 
 struct OpEvent {
@@ -142,9 +146,10 @@ class Recorder {
   // Digests inputs and outputs now.
   RecordedOp Record(const OpEvent& op);
   // Writes the Collective record of an op Record() wrote in the current step; `outputs` (from
-  // DigestArgs, after completion) must be empty unless event.completed. Thread-safe: called
-  // from the backend's worker thread. An event for an op of an earlier step is dropped (the
-  // caller writes uncompleted collectives before MarkStep).
+  // DigestArgs, after completion) must be empty unless event.completed; their labels are not
+  // written (a reader keeps the labels of the op's own outputs, trace.md §5.6). Thread-safe:
+  // called from the backend's worker thread. An event for an op of an earlier step is dropped
+  // (the caller writes uncompleted collectives before MarkStep).
   void RecordCollective(const CollectiveEvent& event, std::vector<ArgRecord> outputs);
   // Collective events dropped because their op's step had ended (or the op was not written).
   uint64_t collectives_dropped() const;
