@@ -112,6 +112,23 @@ inline bool ValidFlags(uint8_t flags) {
          in.Varint(&count);
 }
 
+// The labels block after the outputs (trace.md §5.3.2), which the walk does not compare: each
+// side only checked, as DecodeOp checks it. `args`: the op's inputs and outputs.
+inline bool SkipLabels(Cursor& in, uint64_t args) {
+  if (in.Remaining() == 0) return true;
+  uint64_t count = 0, slot = 0, next_slot = 0;
+  StringId label = kEmptyString;
+  if (!in.Count(&count)) return false;
+  for (uint64_t label_idx = 0; label_idx < count; ++label_idx) {
+    if (!in.Varint(&slot) || slot >= args || slot < next_slot || !in.Id(&label) ||
+        label == kEmptyString) {
+      return false;
+    }
+    next_slot = slot + 1;
+  }
+  return true;
+}
+
 // The pair read with A leading: every field is parsed (and checked) in `a`; in `b` only the seq,
 // the step and the string ids are, everything between them must be the same bytes as in `a`
 // (so it is checked too). Ops whose ignored fields differ fail here and take the slower path.
@@ -137,9 +154,11 @@ bool LedEqual(std::string_view payload_a, uint32_t ids_a, std::string_view paylo
       !id(true) || !id(false) || !id(false) || !id(false)) {
     return false;
   }
+  uint64_t args = 0;
   for (int side = 0; side < 2; ++side) {  // inputs, then outputs
     uint64_t count = 0;
     if (!a.Count(&count)) return false;
+    args += count;
     for (uint64_t arg_idx = 0; arg_idx < count; ++arg_idx) {
       uint8_t kind = 0;
       if (!a.U8(&kind) || !id(false)) return false;
@@ -190,7 +209,7 @@ bool LedEqual(std::string_view payload_a, uint32_t ids_a, std::string_view paylo
       }
     }
   }
-  return same();
+  return same() && SkipLabels(a, args) && SkipLabels(b, args);
 }
 
 }  // namespace
@@ -236,9 +255,11 @@ bool RawComparer::Equal(std::string_view a, uint32_t ids_a, std::string_view b,
   for (int field = 0; field < 3; ++field) {  // module, call site, node: checked
     if (!ca.Id(&id_a) || !cb.Id(&id_b)) return false;
   }
+  uint64_t args = 0;
   for (int side = 0; side < 2; ++side) {  // inputs, then outputs
     uint64_t count_a = 0, count_b = 0;
     if (!ca.Count(&count_a) || !cb.Count(&count_b) || count_a != count_b) return false;
+    args += count_a;
     for (uint64_t arg_idx = 0; arg_idx < count_a; ++arg_idx) {
       uint8_t kind_a = 0, kind_b = 0;
       if (!ca.U8(&kind_a) || !cb.U8(&kind_b) || kind_a != kind_b || !ca.Id(&id_a) ||
@@ -272,7 +293,8 @@ bool RawComparer::Equal(std::string_view a, uint32_t ids_a, std::string_view b,
       }
     }
   }
-  return true;  // bytes after the outputs are for later format versions: ignored, as DecodeOp does
+  // Bytes after the labels are for later format versions: ignored, as DecodeOp does.
+  return SkipLabels(ca, args) && SkipLabels(cb, args);
 }
 
 bool RawComparer::CollectiveEqual(const RawCollective& a, const RawCollective& b) const {

@@ -9,8 +9,8 @@
 // Two ops are equal here when the diff's walk would find nothing between them: the same op
 // name and, slot by slot, the same kind with the same dtype, shape and digest (tensors) or text
 // (scalars) — diff.cc's SameArgs. Fields the walk ignores (module, call site, node, phase,
-// depth, argument names, statistics) may differ. String ids are compared through a map from
-// B's ids to A's, so runs whose tables assign different ids still compare.
+// depth, argument names and labels, statistics) may differ. String ids are compared through a map
+// from B's ids to A's, so runs whose tables assign different ids still compare.
 //
 // A pair found equal field by field has had both payloads checked as DecodeOp checks them. A
 // pair whose payloads are byte-identical after the seq (and whose string ids can only name the

@@ -43,7 +43,7 @@ class OpMaker {
   // A random op, its string fields as text (ids are set per table by Encode).
   struct Op {
     OpRecord record;
-    std::vector<std::string> texts;  // op, module, site, node, then per arg: name, text
+    std::vector<std::string> texts;  // op, module, site, node, then per arg: name, text, label
   };
 
   Op Random() {
@@ -67,8 +67,9 @@ class OpMaker {
           arg.stats.l2 = Pick(5);
           arg.stats.finite_count = Pick(200);
         }
-        op.texts.push_back(kStrings[Pick(std::size(kStrings))]);  // name
-        op.texts.push_back(kStrings[Pick(std::size(kStrings))]);  // scalar text
+        op.texts.push_back(kStrings[Pick(std::size(kStrings))]);                      // name
+        op.texts.push_back(kStrings[Pick(std::size(kStrings))]);                      // scalar text
+        op.texts.push_back(Pick(2) == 0 ? "" : kStrings[Pick(std::size(kStrings))]);  // label
       }
     }
     return op;
@@ -91,6 +92,7 @@ std::string Encode(const OpMaker::Op& op, const StringTable& table, uint64_t seq
       arg.name = Id(table, op.texts[text_idx++]);
       const StringId text = Id(table, op.texts[text_idx++]);
       if (arg.kind == ArgKind::kScalar) arg.text = text;
+      arg.label = Id(table, op.texts[text_idx++]);
     }
   }
   std::string payload;
@@ -129,6 +131,9 @@ TEST(RawComparerTest, AgreesWithDecodingOnRandomOps) {
       other.record.depth = maker.Pick(5);
       other.record.phase = static_cast<Phase>(maker.Pick(4));
       other.texts[1] = kStrings[maker.Pick(std::size(kStrings))];  // module
+      for (size_t label_idx = 6; label_idx < other.texts.size(); label_idx += 3) {
+        other.texts[label_idx] = kStrings[maker.Pick(std::size(kStrings))];
+      }
       for (ArgRecord& arg : other.record.outputs) arg.has_stats = !arg.has_stats;
     }
     const std::string pa = Encode(op, t.a, trial);

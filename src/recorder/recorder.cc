@@ -150,10 +150,11 @@ class Recorder::Impl {
     return intern_cache_.Intern(s, [this](std::string_view text) { return writer_->Intern(text); });
   }
 
-  // Requires mu_.
+  // Requires mu_. Argument names, labels and scalar texts.
   void InternNames(const std::vector<Arg>& args, std::vector<ArgRecord>* out) {
     for (size_t arg_idx = 0; arg_idx < args.size(); ++arg_idx) {
       (*out)[arg_idx].name = Intern(args[arg_idx].name);
+      (*out)[arg_idx].label = Intern(args[arg_idx].label);
       if (args[arg_idx].kind == ArgKind::kScalar) {
         (*out)[arg_idx].text = Intern(args[arg_idx].text);
       }

@@ -91,6 +91,52 @@ TEST(RecorderTest, RecordsOpsStepsAndMetadataWithoutTorch) {
   EXPECT_EQ(rank_meta["rank"], 0);
 }
 
+// The adapter names parameters, gradients and optimizer state (Arg::label): written with the
+// op, whether its inputs were digested at entry or with the outputs, and outside the digests.
+TEST(RecorderTest, LabelsReachTheTraceAndNoDigest) {
+  float v[4] = {1, 2, 3, 4};
+  int64_t sizes[] = {4}, strides[] = {1};
+  const TensorView view{DType::kFloat32, sizes, strides, 1, v};
+  std::vector<Digest128> step_digests;
+  for (bool labelled : {true, false}) {
+    RecorderOptions options;
+    options.run_dir = FreshDir(labelled ? "labels" : "no_labels");
+    auto recorder = std::move(*Recorder::Open(options));
+    OpEvent op;
+    op.op = "aten::mul_";
+    op.phase = Phase::kOptimizer;
+    op.inputs = {Arg::Tensor("self", view), Arg::Scalar("other", "0.999")};
+    op.outputs = {Arg::Tensor("", view)};
+    std::vector<ArgRecord> inputs;
+    {
+      const std::string state = "exp_avg_sq of fc.weight";  // gone before Record: copied
+      if (labelled) op.inputs[0].label = state;
+      inputs = recorder->DigestArgs(op.inputs);
+      op.inputs[0].label = {};
+    }
+    if (labelled) op.outputs[0].label = "exp_avg_sq of fc.weight";
+    recorder->Record(op, std::move(inputs));
+    if (labelled) op.inputs[0].label = "exp_avg_sq of fc.weight";
+    if (labelled) op.outputs[0].label = "fc.weight";
+    recorder->Record(op);
+    ASSERT_TRUE(recorder->Close().ok());
+
+    std::unique_ptr<TraceReader> reader;
+    std::vector<TraceRecord> records = ReadAll(options.run_dir + "/rank0.ugt", &reader);
+    ASSERT_EQ(records.size(), 3u);
+    const StringTable& strings = reader->strings();
+    const OpRecord& first = records[0].op;
+    const OpRecord& second = records[1].op;
+    EXPECT_EQ(strings.Get(first.inputs[0].label), labelled ? "exp_avg_sq of fc.weight" : "");
+    EXPECT_EQ(first.inputs[1].label, kEmptyString);
+    EXPECT_EQ(strings.Get(first.outputs[0].label), labelled ? "exp_avg_sq of fc.weight" : "");
+    EXPECT_EQ(strings.Get(second.inputs[0].label), labelled ? "exp_avg_sq of fc.weight" : "");
+    EXPECT_EQ(strings.Get(second.outputs[0].label), labelled ? "fc.weight" : "");
+    step_digests.push_back(records[2].step_end.digest);
+  }
+  EXPECT_EQ(step_digests[0], step_digests[1]);
+}
+
 TEST(RecorderTest, FiltersByStepDepthAndOpName) {
   RecorderOptions options;
   options.run_dir = FreshDir("filters");

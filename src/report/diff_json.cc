@@ -19,6 +19,8 @@ json StatsJson(const TensorStats& s) {
 
 json SideJson(const ArgRecord& arg, const RankTrace& trace) {
   json side = {{"kind", ArgKindName(arg.kind)}};
+  // Only when the run named the tensor: reports of runs without labels keep their bytes.
+  if (arg.label != kEmptyString) side["label"] = trace.Str(arg.label);
   if (arg.kind == ArgKind::kScalar) {
     side["text"] = trace.Str(arg.text);
     return side;

@@ -63,6 +63,31 @@ std::string ToleranceNote(const ArgComparison& slot, const std::string& toleranc
   return "";
 }
 
+// The name a run gave an argument's tensor (Arg::label); "" for none or an absent slot.
+const std::string& LabelOf(const ArgRecord* arg, const RankTrace& trace) {
+  return trace.Str(arg != nullptr ? arg->label : kEmptyString);
+}
+
+// The slot's tensor as the model names it: "exp_avg_sq of fc.weight", or both runs' names
+// where they differ ("fc.weight in a, unnamed in b"); "" when neither has one.
+std::string SlotLabel(const Ctx& ctx, const ArgComparison& slot) {
+  const std::string& label_a = LabelOf(slot.a, ctx.ta);
+  const std::string& label_b = LabelOf(slot.b, ctx.tb);
+  if (label_a == label_b || slot.a == nullptr || slot.b == nullptr) {
+    return label_a.empty() ? label_b : label_a;
+  }
+  auto named = [](const std::string& label) {
+    return label.empty() ? std::string("unnamed") : label;
+  };
+  return named(label_a) + " in " + ctx.a.dir + ", " + named(label_b) + " in " + ctx.b.dir;
+}
+
+// "      self  float32[64, 64]  ..." is followed by "                     is fc.weight".
+void LabelLine(const Ctx& ctx, const ArgComparison& slot) {
+  const std::string label = SlotLabel(ctx, slot);
+  if (!label.empty()) ctx.out << "      " << std::string(15, ' ') << "is " << label << "\n";
+}
+
 void Slots(const Ctx& ctx, const char* title, const std::vector<ArgComparison>& slots,
            const std::string& tolerance) {
   if (slots.empty()) return;
@@ -80,6 +105,7 @@ void Slots(const Ctx& ctx, const char* title, const std::vector<ArgComparison>& 
         ctx.out << "      " << Fit(OrDash(slot.name), 14) << " DIFFERS  "
                 << DescribeArg(*slot.a, ctx.ta.strings()) << "  ->  "
                 << DescribeArg(*slot.b, ctx.tb.strings()) << "\n";
+        LabelLine(ctx, slot);
         continue;
       }
     } else if (!slot.compared) {
@@ -92,6 +118,7 @@ void Slots(const Ctx& ctx, const char* title, const std::vector<ArgComparison>& 
     }
     ctx.out << "      " << Fit(OrDash(slot.name), 14) << " " << Fit(what, 26) << " " << state
             << "\n";
+    LabelLine(ctx, slot);
     if (!slot.equal && slot.a != nullptr && slot.b != nullptr) {
       std::string magnitude = Magnitude(*slot.a, *slot.b);
       if (!magnitude.empty()) ctx.out << "      " << std::string(15, ' ') << magnitude << "\n";
@@ -184,7 +211,11 @@ void Numeric(const Ctx& ctx, const NumericDivergence& numeric) {
     return;
   }
   const ArgComparison& bad = numeric.inputs[*numeric.first_bad_input];
-  ctx.out << "  verdict: propagated — input '" << OrDash(bad.name) << "' already differed"
+  // One name, a's where the runs name it differently (the slot above shows both).
+  const std::string& label_a = LabelOf(bad.a, ctx.ta);
+  const std::string& bad_label = label_a.empty() ? LabelOf(bad.b, ctx.tb) : label_a;
+  ctx.out << "  verdict: propagated — input '" << OrDash(bad.name) << "'"
+          << (bad_label.empty() ? "" : " (" + bad_label + ")") << " already differed"
           << (tolerant ? " beyond " + numeric.tolerance : std::string()) << " when this op ran.\n";
   ctx.out << "    where it came from:\n";
   ctx.out << "      " << ctx.a.dir << ": " << ProducerText(numeric.producer_a, ctx.ta) << "\n";

@@ -7,6 +7,9 @@
 namespace upguard {
 namespace {
 
+// Where the table's "op" column starts: after the indent and the #, phase, d and module columns.
+constexpr size_t kOpColumn = 2 + 6 + 10 + 3 + 22;
+
 std::string ArgsBrief(const std::vector<ArgRecord>& args, const StringTable& strings) {
   std::string text;
   for (const ArgRecord& arg : args) {
@@ -39,6 +42,22 @@ std::string CollectiveBrief(const OpRecord& op, const StringTable& strings) {
   return "  group " + OrDash(strings.Get(info.group)) + " [" + members + "] #" +
          std::to_string(info.seq) + (info.completed ? " completed" : " not completed") + " +" +
          std::to_string(info.ops_before_completion) + " ops";
+}
+
+// "self: exp_avg_sq of fc.weight; out0: exp_avg_sq of fc.weight": the arguments the model
+// names (Arg::label), by name or "in<K>" / "out<K>" as the diff calls them; "" when none is.
+std::string ArgLabels(const OpRecord& op, const StringTable& strings) {
+  std::string text;
+  for (const auto* args : {&op.inputs, &op.outputs}) {
+    for (size_t arg_idx = 0; arg_idx < args->size(); ++arg_idx) {
+      const ArgRecord& arg = (*args)[arg_idx];
+      if (arg.label == kEmptyString) continue;
+      std::string name = strings.Get(arg.name);
+      if (name.empty()) name = (args == &op.inputs ? "in" : "out") + std::to_string(arg_idx);
+      text += (text.empty() ? "" : "; ") + name + ": " + strings.Get(arg.label);
+    }
+  }
+  return text;
 }
 
 bool Shown(const StepInfo& step, const ShowOptions& options) {
@@ -82,6 +101,8 @@ StatusOr<std::string> RenderShowText(const Run& run, const ShowOptions& options)
                      ArgsBrief(op.outputs, trace->strings()),
                  56)
           << OutputDigests(op) << CollectiveBrief(op, trace->strings()) << "\n";
+      const std::string labels = ArgLabels(op, trace->strings());
+      if (!labels.empty()) out << std::string(kOpColumn, ' ') << indent << labels << "\n";
     }
   }
   if (!any && options.step) out << "\nno step " << *options.step << " in this trace\n";
@@ -106,6 +127,7 @@ StatusOr<nlohmann::json> ShowToJson(const Run& run, const ShowOptions& options) 
           json items = json::array();
           for (const ArgRecord& arg : list) {
             json item = {{"name", trace->Str(arg.name)}, {"kind", ArgKindName(arg.kind)}};
+            if (arg.label != kEmptyString) item["label"] = trace->Str(arg.label);
             if (arg.kind == ArgKind::kScalar) item["text"] = trace->Str(arg.text);
             if (arg.kind != ArgKind::kScalar && arg.kind != ArgKind::kNone) {
               item["dtype"] = DTypeName(arg.dtype);

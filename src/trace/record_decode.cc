@@ -81,6 +81,12 @@ class Decoder {
   }
   size_t remaining() const { return static_cast<size_t>(end_ - p_); }
   std::string_view Rest() const { return std::string_view(p_, remaining()); }
+  // Sets the error ("undefined string id <id>", detail) and returns false.
+  [[gnu::noinline, gnu::cold]] bool FailUndefined(StringId id, std::string detail) {
+    error_->reason = "undefined string id " + std::to_string(id);
+    error_->detail = std::move(detail);
+    return false;
+  }
 
  private:
   [[gnu::noinline]] bool VarintSlow(const char* field, uint64_t* value) {
@@ -96,9 +102,7 @@ class Decoder {
     return Fail(std::string(field) + " " + std::to_string(value) + " exceeds the payload");
   }
   [[gnu::noinline, gnu::cold]] bool FailUndefined(const char* field, StringId id) {
-    error_->reason = "undefined string id " + std::to_string(id);
-    error_->detail = std::string("in ") + field;
-    return false;
+    return FailUndefined(id, std::string("in ") + field);
   }
 
   const char* p_;
@@ -155,6 +159,7 @@ bool DecodeArg(Decoder& in, const StringTable& strings, size_t id_limit, const A
   arg->stats_shared = false;
   arg->stats = TensorStats{};
   arg->text = kEmptyString;
+  arg->label = kEmptyString;  // set by the labels block, if any
   switch (arg->kind) {
     case ArgKind::kTensor: {
       uint8_t flags = 0;
@@ -199,6 +204,46 @@ bool DecodeArgs(Decoder& in, const StringTable& strings, size_t id_limit, const 
   return true;
 }
 
+// "aten::mul_ (seq 4)": the op whose labels block is damaged, for its message.
+[[gnu::noinline, gnu::cold]] std::string OpWhere(const OpRecord& op, const StringTable& strings) {
+  return strings.Get(op.op) + " (seq " + std::to_string(op.seq) + ")";
+}
+
+// The optional labels block after the outputs (§5.3.2). Bytes after it are later fields.
+bool DecodeLabels(Decoder& in, const StringTable& strings, size_t id_limit, OpRecord* op) {
+  if (in.remaining() == 0) return true;
+  uint64_t count = 0;
+  if (!in.Count("labels", &count)) return false;
+  const size_t inputs = op->inputs.size();
+  const size_t slots = inputs + op->outputs.size();
+  uint64_t next_slot = 0;  // slots strictly increase
+  for (uint64_t label_idx = 0; label_idx < count; ++label_idx) {
+    uint64_t slot = 0;
+    StringId label = kEmptyString;
+    if (!in.Varint("label slot", &slot) || !in.Varint32("label", &label)) return false;
+    if (slot >= slots) {
+      return in.Fail("labels of " + OpWhere(*op, strings) + ": slot " + std::to_string(slot) +
+                     " is not an argument (" + std::to_string(inputs) + " inputs, " +
+                     std::to_string(op->outputs.size()) + " outputs)");
+    }
+    if (slot < next_slot) {
+      return in.Fail("labels of " + OpWhere(*op, strings) + ": slot " + std::to_string(slot) +
+                     " follows slot " + std::to_string(next_slot - 1) + " (slots must increase)");
+    }
+    if (label >= id_limit) {
+      return in.FailUndefined(
+          label, "in the label of slot " + std::to_string(slot) + " of " + OpWhere(*op, strings));
+    }
+    if (label == kEmptyString) {
+      return in.Fail("labels of " + OpWhere(*op, strings) + ": slot " + std::to_string(slot) +
+                     " has label string id 0 (the empty string is no label)");
+    }
+    (slot < inputs ? op->inputs[slot] : op->outputs[slot - inputs]).label = label;
+    next_slot = slot + 1;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool DecodeOp(std::string_view payload, const StringTable& strings, OpRecord* op,
@@ -222,7 +267,8 @@ bool DecodeOp(std::string_view payload, const StringTable& strings, size_t id_li
          in.Id("module", id_limit, &op->module) && in.Id("call site", id_limit, &op->call_site) &&
          in.Id("node", id_limit, &op->node) &&
          DecodeArgs(in, strings, id_limit, "input", &op->inputs) &&
-         DecodeArgs(in, strings, id_limit, "output", &op->outputs);
+         DecodeArgs(in, strings, id_limit, "output", &op->outputs) &&
+         DecodeLabels(in, strings, id_limit, op);
 }
 
 bool DecodeOpPrefix(std::string_view payload, uint64_t* seq, uint32_t* step, RecordError* error) {

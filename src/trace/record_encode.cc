@@ -36,6 +36,7 @@ Status CheckId(StringId id, const StringTable& strings, const char* what,
 Status CheckArg(const ArgRecord& arg, const StringTable& strings, const char* side, size_t arg_idx,
                 const char* record = "op") {
   RETURN_IF_ERROR(CheckId(arg.name, strings, "argument name", record));
+  RETURN_IF_ERROR(CheckId(arg.label, strings, "label", record));
   switch (arg.kind) {
     case ArgKind::kScalar:
       return CheckId(arg.text, strings, "scalar text", record);
@@ -129,6 +130,32 @@ char* PutArg(const ArgRecord& arg, SharedStats* shared, char* p) {
   return p;
 }
 
+// The labels block (§5.3.2), only when an argument has a label: traces without labels keep
+// the bytes they had before labels existed. Precondition: LabelsMaxBytes(op) bytes are free.
+size_t LabelsMaxBytes(const OpRecord& op) {
+  return (1 + 2 * (op.inputs.size() + op.outputs.size())) * kMaxVarintBytes;
+}
+
+char* PutLabels(const OpRecord& op, char* p) {
+  uint64_t count = 0;
+  for (const auto* args : {&op.inputs, &op.outputs}) {
+    for (const ArgRecord& arg : *args) count += arg.label != kEmptyString;
+  }
+  if (count == 0) return p;
+  p = PutVarint(count, p);
+  uint64_t slot = 0;  // inputs first, then outputs
+  for (const auto* args : {&op.inputs, &op.outputs}) {
+    for (const ArgRecord& arg : *args) {
+      if (arg.label != kEmptyString) {
+        p = PutVarint(slot, p);
+        p = PutVarint(arg.label, p);
+      }
+      ++slot;
+    }
+  }
+  return p;
+}
+
 }  // namespace
 
 void BeginFrame(std::string* frame) {
@@ -146,7 +173,7 @@ void FinishFrame(RecordType type, std::string* frame) {
 Status EncodeOp(const OpRecord& op, uint64_t seq, const StringTable& strings, std::string* out,
                 SharedStats* shared) {
   RETURN_IF_ERROR(CheckOp(op, strings));
-  size_t max_bytes = kOpFixedMaxBytes;
+  size_t max_bytes = kOpFixedMaxBytes + LabelsMaxBytes(op);
   for (const ArgRecord& arg : op.inputs) max_bytes += ArgMaxBytes(arg);
   for (const ArgRecord& arg : op.outputs) max_bytes += ArgMaxBytes(arg);
   const size_t start = out->size();
@@ -162,6 +189,7 @@ Status EncodeOp(const OpRecord& op, uint64_t seq, const StringTable& strings, st
   for (const ArgRecord& arg : op.inputs) p = PutArg(arg, shared, p);
   p = PutVarint(op.outputs.size(), p);
   for (const ArgRecord& arg : op.outputs) p = PutArg(arg, shared, p);
+  p = PutLabels(op, p);
   const size_t payload_bytes = static_cast<size_t>(p - begin);
   out->resize(start + payload_bytes);
   if (payload_bytes > kMaxPayloadBytes) {

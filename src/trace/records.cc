@@ -43,7 +43,15 @@ bool StringTable::Find(std::string_view s, StringId* id) const {
 }
 
 void AttachCollective(std::shared_ptr<const CollectiveInfo> info, OpRecord* op) {
-  if (info->completed) op->outputs = info->outputs;
+  if (info->completed) {
+    std::vector<ArgRecord> outputs = info->outputs;
+    if (outputs.size() == op->outputs.size()) {  // the same tensors: they keep their labels
+      for (size_t arg_idx = 0; arg_idx < outputs.size(); ++arg_idx) {
+        outputs[arg_idx].label = op->outputs[arg_idx].label;
+      }
+    }
+    op->outputs = std::move(outputs);
+  }
   op->collective = std::move(info);
 }
 

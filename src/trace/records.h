@@ -54,6 +54,9 @@ struct ArgRecord {
   // SharedStats::Resolve fills them in and clears this.
   bool stats_shared = false;
   StringId text = kEmptyString;  // kScalar only
+  // The tensor's name in the user's model ("fc.weight", "exp_avg_sq of fc.weight"), empty when
+  // unknown. Descriptive only: never compared, never part of any digest (trace.md §5.3.2).
+  StringId label = kEmptyString;
 };
 
 // What a collective op (c10d::allreduce_, ...) adds to its Op record: the Collective record
@@ -96,7 +99,8 @@ struct CollectiveRecord {
 };
 
 // What readers do with a Collective record (trace.md §5.6): sets op->collective and, when the
-// collective completed, replaces op->outputs (aliases written at call return) by its outputs.
+// collective completed, replaces op->outputs (aliases written at call return) by its outputs,
+// which keep the labels of the op's outputs when there are as many (a Collective record has none).
 void AttachCollective(std::shared_ptr<const CollectiveInfo> info, OpRecord* op);
 
 // Written after the last op of each step: how many ops the step recorded and a rolling digest

@@ -96,6 +96,40 @@ TEST(TraceTextTest, LabelsGiveEqualDigestsForEqualLabels) {
   EXPECT_EQ(back->meta_json, "{}");
 }
 
+TEST(TraceTextTest, LabelsRoundTrip) {
+  const std::string first = TempTracePath("first.ugt");
+  const std::string second = TempTracePath("second.ugt");
+  const std::string text = R"(op step=0 phase=optimizer depth=0 name=aten::_foreach_mul_
+  in self tensor float32[4] digest=@v label='exp_avg_sq of fc.weight'
+  in other scalar '0.999' label=beta2
+  in 'label=x' none label=fc.bias
+  in alias float32[4] label='it\'s #1'
+  out uninit float32[4] label=fc.weight.grad
+  out opaque float32[4]
+)";
+  ASSERT_TRUE(FromText(text, first).ok());
+  const std::string printed = ToText(first);
+  const std::string v = DigestBytes("v", 1).Hex();
+  EXPECT_EQ(printed, R"(meta {}
+op step=0 phase=optimizer depth=0 name=aten::_foreach_mul_
+  in self tensor float32[4] digest=)" +
+                         v +
+                         R"( label='exp_avg_sq of fc.weight'
+  in other scalar '0.999' label=beta2
+  in label=x none label=fc.bias
+  in alias float32[4] label='it\'s #1'
+  out uninit float32[4] label=fc.weight.grad
+  out opaque float32[4]
+)");
+  ASSERT_TRUE(FromText(printed, second).ok());
+  EXPECT_EQ(testing::ReadBytes(second), testing::ReadBytes(first));
+  auto back = testing::ReadAll(first);
+  ASSERT_TRUE(back.ok());
+  const OpRecord& op = back->records[0].op;
+  EXPECT_NE(op.inputs[0].label, kEmptyString);
+  EXPECT_EQ(op.outputs[1].label, kEmptyString);
+}
+
 TEST(TraceTextTest, AwkwardStringsRoundTrip) {
   const std::string path = TempTracePath("quotes.ugt");
   const std::string again = TempTracePath("again.ugt");
@@ -144,6 +178,12 @@ TEST(TraceTextTest, ErrorsNameTheLine) {
        "test.txt:2: bad stats item 'oops:2'"},
       {"op name=f\n in scalar\n", "test.txt:2: want 'scalar TEXT'"},
       {"op name=f\n in none extra\n", "test.txt:2: unexpected 'extra'"},
+      {"op name=f\n in x tensor float32[2] digest=@a labels=y\n",
+       "test.txt:2: unexpected 'labels=y' (a tensor takes digest=, stats= and label=)"},
+      {"op name=f\n in scalar '1' name=y\n", "test.txt:2: unexpected 'name=y' (scalar takes"},
+      {"op name=f\n in none label=''\n", "test.txt:2: an empty label= is no label"},
+      {"op name=c10d::broadcast_\ncollective\n out tensor int64[2] digest=@b label=x\n",
+       "test.txt:3: a collective's outputs take no label="},
   };
   for (const auto& c : cases) {
     const Status status = FromText(c.text, path);

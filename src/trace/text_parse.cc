@@ -29,7 +29,7 @@ class TextParser {
   Status ParseOp(const std::vector<TextToken>& tokens);
   Status ParseCollective(const std::vector<TextToken>& tokens);
   Status ParseArg(const std::vector<TextToken>& tokens);
-  Status ParseTensorFields(const std::vector<TextToken>& tokens, size_t first, ArgRecord* arg);
+  Status ParseArgFields(const std::vector<TextToken>& tokens, size_t first, ArgRecord* arg);
   Status ParseStats(std::string_view value, TensorStats* stats);
 
   std::string_view source_;
@@ -234,15 +234,12 @@ Status TextParser::ParseArg(const std::vector<TextToken>& tokens) {
                  "', such as float32[4,64] or int64[]");
   }
   if (has_shape) ++next;
-  if (arg.kind == ArgKind::kTensor) {
-    RETURN_IF_ERROR(ParseTensorFields(tokens, next, &arg));
-    next = tokens.size();
-  } else if (arg.kind == ArgKind::kScalar) {
+  if (arg.kind == ArgKind::kScalar) {
     if (next >= tokens.size()) return Error("want 'scalar TEXT' (quote it: scalar '1.0')");
     arg.text = writer_->Intern(tokens[next].text);
     ++next;
   }
-  if (next < tokens.size()) return Error("unexpected '" + tokens[next].text + "'");
+  RETURN_IF_ERROR(ParseArgFields(tokens, next, &arg));
   if (has_collective_) {
     collective_.outputs.push_back(std::move(arg));
   } else {
@@ -251,12 +248,24 @@ Status TextParser::ParseArg(const std::vector<TextToken>& tokens) {
   return Status::Ok();
 }
 
-Status TextParser::ParseTensorFields(const std::vector<TextToken>& tokens, size_t first,
-                                     ArgRecord* arg) {
+// The KEY=VALUE fields after an argument's kind and shape (or scalar text): label= for every
+// kind, digest= (required) and stats= for a tensor.
+Status TextParser::ParseArgFields(const std::vector<TextToken>& tokens, size_t first,
+                                  ArgRecord* arg) {
+  const bool tensor = arg->kind == ArgKind::kTensor;
   bool has_digest = false;
   for (size_t token_idx = first; token_idx < tokens.size(); ++token_idx) {
     const TextToken& token = tokens[token_idx];
-    if (token.is_key_value() && token.key() == "digest") {
+    if (token.is_key_value() && token.key() == "label") {
+      if (has_collective_) {
+        return Error("a collective's outputs take no label= (its op's outputs keep theirs)");
+      }
+      if (token.value().empty()) return Error("an empty label= is no label: leave it out");
+      arg->label = writer_->Intern(token.value());
+    } else if (!tensor) {
+      return Error("unexpected '" + token.text + "' (" + std::string(ArgKindName(arg->kind)) +
+                   " takes only label=)");
+    } else if (token.is_key_value() && token.key() == "digest") {
       if (!text::ParseDigestText(token.value(), &arg->digest)) {
         return Error("bad digest '" + std::string(token.value()) +
                      "' (want 32 hex digits or @LABEL)");
@@ -266,10 +275,10 @@ Status TextParser::ParseTensorFields(const std::vector<TextToken>& tokens, size_
       RETURN_IF_ERROR(ParseStats(token.value(), &arg->stats));
       arg->has_stats = true;
     } else {
-      return Error("unexpected '" + token.text + "' (a tensor takes digest= and stats=)");
+      return Error("unexpected '" + token.text + "' (a tensor takes digest=, stats= and label=)");
     }
   }
-  if (!has_digest) return Error("a tensor needs digest=HEX or digest=@LABEL");
+  if (tensor && !has_digest) return Error("a tensor needs digest=HEX or digest=@LABEL");
   return Status::Ok();
 }
 

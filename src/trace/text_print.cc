@@ -47,6 +47,7 @@ void AppendArg(const char* side, const ArgRecord& arg, const StringTable& string
     case ArgKind::kNone:
       break;
   }
+  if (arg.label != kEmptyString) *out += " label=" + text::Quote(strings.Get(arg.label));
   *out += "\n";
 }
 
