@@ -37,11 +37,33 @@ std::string Magnitude(const ArgRecord& a, const ArgRecord& b) {
   return text;
 }
 
+// For an op outside any module (the optimizer's): "  (on tok_emb.weight)", the model's
+// tensors it reads or writes as run A names them (the first three).
+std::string ModelTensors(const Ctx& ctx, const OpRecord& op) {
+  if (op.module != kEmptyString) return "";
+  std::vector<StringId> seen;
+  for (const std::vector<ArgRecord>* args : {&op.inputs, &op.outputs}) {
+    for (const ArgRecord& arg : *args) {
+      if (arg.label != kEmptyString &&
+          std::find(seen.begin(), seen.end(), arg.label) == seen.end()) {
+        seen.push_back(arg.label);
+      }
+    }
+  }
+  if (seen.empty()) return "";
+  std::string text = "  (on ";
+  for (size_t idx = 0; idx < seen.size() && idx < 3; ++idx) {
+    text += (idx > 0 ? ", " : "") + ctx.ta.Str(seen[idx]);
+  }
+  if (seen.size() > 3) text += " and " + std::to_string(seen.size() - 3) + " more";
+  return text + ")";
+}
+
 void OpHeader(const Ctx& ctx, const OpRecord& op, size_t index) {
   ctx.out << "    op         " << ctx.ta.Str(op.op) << "   (#" << index << " in step " << op.step
           << ", depth " << op.depth << ")\n";
   ctx.out << "    phase      " << PhaseName(op.phase) << "\n";
-  ctx.out << "    module     " << OrDash(ctx.ta.Str(op.module)) << "\n";
+  ctx.out << "    module     " << OrDash(ctx.ta.Str(op.module)) << ModelTensors(ctx, op) << "\n";
   ctx.out << "    call site  " << OrDash(ctx.ta.Str(op.call_site)) << "\n";
   if (op.node != kEmptyString) ctx.out << "    autograd   " << ctx.ta.Str(op.node) << "\n";
 }
@@ -83,16 +105,34 @@ std::string SlotLabel(const Ctx& ctx, const ArgComparison& slot) {
 }
 
 // "      self  float32[64, 64]  ..." is followed by "                     is fc.weight".
-void LabelLine(const Ctx& ctx, const ArgComparison& slot) {
+void LabelLine(const Ctx& ctx, const ArgComparison& slot, size_t width) {
   const std::string label = SlotLabel(ctx, slot);
-  if (!label.empty()) ctx.out << "      " << std::string(15, ' ') << "is " << label << "\n";
+  if (!label.empty()) ctx.out << "      " << std::string(width + 1, ' ') << "is " << label << "\n";
 }
+
+// The name column: as wide as the longest name, from 14 to 40 characters.
+size_t NameWidth(const std::vector<ArgComparison>& slots) {
+  size_t width = 14;
+  for (const ArgComparison& slot : slots) width = std::max(width, slot.name.size());
+  return std::min<size_t>(width, 40);
+}
+
+// An op with more slots than this (a foreach op, the model state) lists only the slots that
+// are not equal, and counts the others.
+constexpr size_t kAllSlotsUpTo = 24;
 
 void Slots(const Ctx& ctx, const char* title, const std::vector<ArgComparison>& slots,
            const std::string& tolerance) {
   if (slots.empty()) return;
   ctx.out << "    " << title << "\n";
+  const size_t width = NameWidth(slots);
+  const std::string indent(width + 1, ' ');
+  size_t not_shown = 0;
   for (const ArgComparison& slot : slots) {
+    if (slots.size() > kAllSlotsUpTo && slot.equal && slot.a != nullptr && slot.b != nullptr) {
+      ++not_shown;
+      continue;
+    }
     const ArgRecord* any = slot.a != nullptr ? slot.a : slot.b;
     std::string what = slot.a != nullptr ? DescribeArg(*slot.a, ctx.ta.strings()) : "(absent)";
     std::string state;
@@ -102,10 +142,10 @@ void Slots(const Ctx& ctx, const char* title, const std::vector<ArgComparison>& 
       if (slot.equal) {
         state = "same";
       } else {
-        ctx.out << "      " << Fit(OrDash(slot.name), 14) << " DIFFERS  "
+        ctx.out << "      " << Fit(OrDash(slot.name), width) << " DIFFERS  "
                 << DescribeArg(*slot.a, ctx.ta.strings()) << "  ->  "
                 << DescribeArg(*slot.b, ctx.tb.strings()) << "\n";
-        LabelLine(ctx, slot);
+        LabelLine(ctx, slot, width);
         continue;
       }
     } else if (!slot.compared) {
@@ -116,17 +156,20 @@ void Slots(const Ctx& ctx, const char* title, const std::vector<ArgComparison>& 
                                slot.a->digest.Short() + " vs " + slot.b->digest.Short() +
                                ToleranceNote(slot, tolerance);
     }
-    ctx.out << "      " << Fit(OrDash(slot.name), 14) << " " << Fit(what, 26) << " " << state
+    ctx.out << "      " << Fit(OrDash(slot.name), width) << " " << Fit(what, 26) << " " << state
             << "\n";
-    LabelLine(ctx, slot);
+    LabelLine(ctx, slot, width);
     if (!slot.equal && slot.a != nullptr && slot.b != nullptr) {
       std::string magnitude = Magnitude(*slot.a, *slot.b);
-      if (!magnitude.empty()) ctx.out << "      " << std::string(15, ' ') << magnitude << "\n";
+      if (!magnitude.empty()) ctx.out << "      " << indent << magnitude << "\n";
       if (slot.a->shape != slot.b->shape || slot.a->dtype != slot.b->dtype) {
-        ctx.out << "      " << std::string(15, ' ')
-                << "b: " << DescribeArg(*slot.b, ctx.tb.strings()) << "\n";
+        ctx.out << "      " << indent << "b: " << DescribeArg(*slot.b, ctx.tb.strings()) << "\n";
       }
     }
+  }
+  if (not_shown > 0) {
+    ctx.out << "      (" << not_shown << " more " << (not_shown == 1 ? "is" : "are")
+            << " identical in both runs, not listed)\n";
   }
 }
 

@@ -90,3 +90,33 @@ def test_adam_state_is_named_after_its_parameter(tmp_path: Path) -> None:
         assert param in names
         for key in ("step", "exp_avg", "exp_avg_sq"):
             assert f"{key} of {param}" in names
+
+
+def test_optimizer_ops_name_the_tensors_they_touch(tmp_path: Path) -> None:
+    """Part 9, the issue's case: another learning-rate warm-up. The verdict is an optimizer op
+    whose argument differs; it names the parameter it updates, in text and JSON."""
+    ref = record(tmp_path / "ref", TRAIN, "--steps", "2")
+    warm = record(tmp_path / "warm", TRAIN, "--steps", "2", "--plant", "lr-warmup",
+                  "--plant-step", "1")
+    report = diff(ref, warm)
+    div = report["ranks"][0]["divergence"]
+    assert report["verdict"] == "culprit"
+    assert (div["op"], div["phase"], div["step"]) == ("aten::mul_", "optimizer", 1)
+    assert div["inputs"][0]["a"]["label"] == "tok_emb.weight"
+    assert div["inputs"][0]["b"]["label"] == "tok_emb.weight"
+    assert div["outputs"][0]["a"]["label"] == "tok_emb.weight"
+    text = upguard("diff", ref, warm).stdout
+    assert "module     -  (on tok_emb.weight)" in text
+    assert "is tok_emb.weight" in text
+    # Every step names gradients and AdamW's state, step 0 included (state the optimizer makes
+    # in its first step is named once it holds it).
+    shown = json.loads(upguard("show", ref, "--json", "--step", "0").stdout)
+    labels = {arg.get("label") for op in shown["steps"][0]["ops"] if op["phase"] == "optimizer"
+              for arg in op["inputs"] + op["outputs"]}
+    for name in ("blocks.0.attn.qkv.weight", "blocks.0.attn.qkv.weight.grad",
+                 "exp_avg of blocks.0.attn.qkv.weight", "exp_avg_sq of blocks.0.attn.qkv.weight"):
+        assert name in labels, name
+    # Forward ops name the parameters they read.
+    forward = {arg.get("label") for op in shown["steps"][0]["ops"] if op["phase"] == "forward"
+               for arg in op["inputs"]}
+    assert "blocks.0.attn.qkv.weight" in forward and "tok_emb.weight" in forward
