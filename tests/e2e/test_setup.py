@@ -90,14 +90,15 @@ def test_a_flag_changed_during_the_run_says_both_readings(runs, reference):
 
 def test_backend_flags_are_read_without_recording_an_op(runs, reference):
     # Reading them at the end runs no torch op (flush_denormal is read from Python floats): an
-    # op there would make a partial step 4; the last step ends with the optimizer's last op.
+    # op there would make a partial step 4; the last step ends with the optimizer's last op
+    # and the model state recorded as it returned.
     meta = json.loads((reference / "meta.json").read_text())
     assert meta["backend_flags"]["flush_denormal"] == "False"
     assert meta["backend_flags"] == meta["backend_flags_at_start"]
     steps = show_json(reference)["steps"]
     assert [step["step"] for step in steps] == [0, 1, 2, 3]
-    assert (steps[-1]["ops"][-1]["op"], steps[-1]["ops"][-1]["phase"]) == (
-        "aten::addcdiv_", "optimizer")
+    last = [(op["op"], op["phase"]) for op in steps[-1]["ops"][-2:]]
+    assert last == [("aten::addcdiv_", "optimizer"), ("upguard::state", "other")]
 
 
 def test_backend_flags_follow_what_the_program_set():
