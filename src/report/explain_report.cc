@@ -20,6 +20,8 @@ std::string Label(const TensorExplanation& tensor) {
   return label;
 }
 
+constexpr size_t kAllTensorsUpTo = 24;
+
 std::string Describe(const TensorExplanation& tensor, const std::string& tolerance) {
   if (!tensor.in_a || !tensor.in_b) {
     return std::string("captured in run ") + (tensor.in_a ? "A" : "B") + " only";
@@ -87,14 +89,29 @@ std::string RenderExplainText(const ExplainedDivergence& explained) {
                      (explained.b_captured_live ? "run A" : "both runs") + " to capture " + e.op +
                      " (" + where_a + "; " + where_b + ")\n";
   text += "  A: " + e.capture_a + "\n  B: " + e.capture_b + "\n";
+  // An op with many tensors (the model state, a foreach op) lists the ones that differ.
+  const bool many = e.inputs.size() + e.outputs.size() > kAllTensorsUpTo;
+  auto listed = [many](const TensorExplanation& tensor) {
+    return !many || !tensor.bitwise_equal || !tensor.in_a || !tensor.in_b;
+  };
   size_t width = 0;
+  size_t not_listed = 0;
   for (const auto* side : {&e.inputs, &e.outputs}) {
-    for (const TensorExplanation& tensor : *side) width = std::max(width, Label(tensor).size());
+    for (const TensorExplanation& tensor : *side) {
+      if (listed(tensor)) width = std::max(width, Label(tensor).size());
+    }
   }
   for (const auto* side : {&e.inputs, &e.outputs}) {
     for (const TensorExplanation& tensor : *side) {
+      if (!listed(tensor)) {
+        ++not_listed;
+        continue;
+      }
       text += "  " + Fit(Label(tensor), width) + "  " + Describe(tensor, e.tolerance) + "\n";
     }
+  }
+  if (not_listed > 0) {
+    text += "  (" + std::to_string(not_listed) + " more tensors: every element bitwise equal)\n";
   }
   for (const std::string& warning : e.not_reproduced) text += "  warning: " + warning + "\n";
   text += "  => " + ExplanationHeadline(e) + "\n";
