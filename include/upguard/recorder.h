@@ -33,6 +33,8 @@
 
 namespace upguard {
 
+class OpObserver;  // src/recorder/op_observer.h
+
 // One input or output of an op as the engine sees it. Borrowed views: valid during the call.
 struct Arg {
   ArgKind kind = ArgKind::kNone;
@@ -91,14 +93,14 @@ struct RecorderOptions {
   // the rank's RunMeta record and into meta.json. Must parse as an object.
   std::string engine_meta_json = "{}";
   // A reference run directory: each op is compared with the reference's op at the same step
-  // and index as it is recorded (`upguard record --against`); "" = none.
+  // and index as it is recorded (`upguard record --against`); "" = none. The comparison is
+  // `observer`'s (diff/online_check.h opens one), required with `against`.
   std::string against;
+  std::shared_ptr<OpObserver> observer;
 };
 
 // Parses "A:B", "A:", ":B" or "N" (just step N) into a StepRange; errors name the text.
 StatusOr<StepRange> ParseStepRange(std::string_view text);
-// True if `name` matches the glob (only '*' and '?').
-bool GlobMatch(std::string_view pattern, std::string_view name);
 
 // Where Record() put an op: its step and index in that step (what `upguard diff` and
 // `upguard show` print as "step S, #I"). `written` is false when nothing was written (recording

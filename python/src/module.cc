@@ -9,6 +9,7 @@
 
 #include "adapter.h"
 #include "collectives.h"
+#include "diff/online_check.h"
 #include "undeclared_writes.h"
 #include "write_probe.h"
 
@@ -75,6 +76,11 @@ void StartFromPython(const std::string& run_dir, int rank, int world_size,
     options.capture = *selector;
   }
   options.recorder.against = against;
+  if (!against.empty()) {  // the recorder compares each op with the reference through it
+    StatusOr<std::unique_ptr<OnlineChecker>> checker = OnlineChecker::Open(against, rank);
+    ThrowIfError(checker.status());
+    options.recorder.observer = std::move(*checker);
+  }
   options.continue_after_divergence = continue_after_divergence;
   if (!against.empty() && world_size > 1) options.distributed_online = DistributedHooks(run_dir);
   ThrowIfError(Start(options));

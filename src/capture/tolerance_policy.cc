@@ -1,8 +1,8 @@
 // TolerancePolicy: the policy file's rules, and which of them applies to an op.
 #include <sstream>
 
+#include "base/glob.h"
 #include "capture/tolerance.h"
-#include "upguard/recorder.h"
 
 namespace upguard {
 namespace {

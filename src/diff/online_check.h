@@ -6,6 +6,9 @@
 //   ASSIGN_OR_RETURN(auto checker, OnlineChecker::Open("runs/a", /*rank=*/0));
 //   if (std::optional<OnlineDivergence> d = checker->Check(record, index, "aten::gelu")) ...
 //
+// It is the recorder's OpObserver (recorder/op_observer.h): whoever opens a recorder with
+// `against` opens the checker and hands it over (RecorderOptions::observer).
+//
 // The rules are the diff's (diff.h), applied as ops complete: ops are compared by position;
 // a different op name there is structural. A nested op (depth > 0) that differs is only
 // pending until the top-level op around it completes: if that op's inputs and outputs match,
@@ -20,20 +23,12 @@
 #include <string>
 
 #include "diff/run_loader.h"
+#include "recorder/op_observer.h"
 #include "upguard/status.h"
 
 namespace upguard {
 
-struct OnlineDivergence {
-  std::string kind;  // "culprit", "propagated", "structural", "reference ended"
-  uint32_t step = 0;
-  uint64_t index = 0;  // in the step, in both runs (ops are compared by position)
-  std::string op;      // the candidate's op
-  std::string reference_op;
-  std::string detail;  // "output 0 differs", "input 1 (other) differs", ...
-};
-
-class OnlineChecker {
+class OnlineChecker : public OpObserver {
  public:
   static StatusOr<std::unique_ptr<OnlineChecker>> Open(const std::string& reference_dir, int rank);
 
@@ -41,10 +36,10 @@ class OnlineChecker {
   // name) at `index` of its step. Returns the first divergence once it is certain; after that,
   // nothing more.
   std::optional<OnlineDivergence> Check(const OpRecord& op, uint64_t index,
-                                        std::string_view op_name);
+                                        std::string_view op_name) override;
   // Notes that cannot stop the run: a reference without the step, a damaged reference.
-  const std::vector<std::string>& notes() const { return notes_; }
-  const std::string& reference_dir() const { return reference_dir_; }
+  const std::vector<std::string>& notes() const override { return notes_; }
+  const std::string& reference_dir() const override { return reference_dir_; }
 
  private:
   OnlineChecker(std::string reference_dir, RankTrace trace)

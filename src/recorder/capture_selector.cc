@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "base/glob.h"
 #include "upguard/recorder.h"
 
 namespace upguard {

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "base/glob.h"
 #include "upguard/recorder.h"
 
 namespace upguard {

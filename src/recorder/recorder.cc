@@ -12,9 +12,10 @@
 #include <thread>
 
 #include "base/file.h"
-#include "diff/online_check.h"
+#include "base/glob.h"
 #include "digest/digest.h"
 #include "recorder/intern_cache.h"
+#include "recorder/op_observer.h"
 #include "trace/format.h"
 #include "trace/writer.h"
 #include "upguard/version.h"
@@ -69,7 +70,11 @@ class Recorder::Impl {
                               std::chrono::system_clock::now().time_since_epoch())
                               .count();
     if (!options_.against.empty()) {
-      ASSIGN_OR_RETURN(checker_, OnlineChecker::Open(options_.against, options_.rank));
+      if (options_.observer == nullptr) {
+        return InvalidArgument("recording against " + options_.against +
+                               " needs its online checker (RecorderOptions::observer)");
+      }
+      checker_ = options_.observer;
       meta_["against"] = options_.against;
     }
     started_ = std::chrono::steady_clock::now();
@@ -317,9 +322,9 @@ class Recorder::Impl {
   nlohmann::json meta_;
   std::string trace_path_;
   mutable std::mutex mu_;
-  std::unique_ptr<TraceWriter> writer_;     // guarded by mu_
-  std::unique_ptr<OnlineChecker> checker_;  // guarded by mu_; with options_.against
-  nlohmann::json divergence_;               // guarded by mu_; the first, once found
+  std::unique_ptr<TraceWriter> writer_;  // guarded by mu_
+  std::shared_ptr<OpObserver> checker_;  // guarded by mu_; with options_.against
+  nlohmann::json divergence_;            // guarded by mu_; the first, once found
   std::chrono::steady_clock::time_point started_;
   InternCache intern_cache_;  // guarded by mu_
   std::atomic<bool> enabled_{true};
