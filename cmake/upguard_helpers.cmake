@@ -12,6 +12,10 @@ function(upguard_cc_library)
   target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
   target_link_libraries(${target} PUBLIC ${ARG_DEPS})
   target_compile_options(${target} PRIVATE ${UPGUARD_WARNINGS})
+  # For upguard_check_layers (upguard_layers.cmake): the folder ("diff" for src/diff) and DEPS.
+  get_filename_component(folder ${CMAKE_CURRENT_SOURCE_DIR} NAME)
+  set_target_properties(${target} PROPERTIES UPGUARD_FOLDER ${folder} UPGUARD_DEPS "${ARG_DEPS}")
+  set_property(GLOBAL APPEND PROPERTY UPGUARD_LIBRARIES ${target})
 endfunction()
 
 function(upguard_cc_test)

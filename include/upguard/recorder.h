@@ -94,7 +94,7 @@ struct RecorderOptions {
   std::string engine_meta_json = "{}";
   // A reference run directory: each op is compared with the reference's op at the same step
   // and index as it is recorded (`upguard record --against`); "" = none. The comparison is
-  // `observer`'s (diff/online_check.h opens one), required with `against`.
+  // `observer`'s (online/online_check.h opens one), required with `against`.
   std::string against;
   std::shared_ptr<OpObserver> observer;
 };

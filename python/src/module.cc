@@ -9,7 +9,7 @@
 
 #include "adapter.h"
 #include "collectives.h"
-#include "diff/online_check.h"
+#include "online/online_check.h"
 #include "undeclared_writes.h"
 #include "write_probe.h"
 

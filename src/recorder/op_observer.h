@@ -1,5 +1,5 @@
 // What the recorder shows each op it writes to, when one is given (RecorderOptions::observer):
-// the online check of `record --against` (diff/online_check.h) is one. The recorder depends on
+// the online check of `record --against` (online/online_check.h) is one. The recorder depends on
 // this interface only; the diff side implements it, so the recorder never links the diff.
 //
 //   auto checker = OnlineChecker::Open("runs/a", rank);   // an OpObserver

@@ -1,4 +1,4 @@
-#include "diff/online_check.h"
+#include "online/online_check.h"
 
 #include "diff/compare.h"
 

@@ -1,0 +1,70 @@
+# The library graph is a stack of layers that the folders show (docs/architecture.md):
+#
+#   base <- digest <- trace, capture <- diff, recorder <- online <- report <- cli <- tools
+#
+# A library may link libraries of its own folder and of lower layers; never one of a higher
+# layer or of another folder on its own layer (the recorder sits beside the diff: neither links
+# the other). upguard_check_layers() fails the configuration when an edge breaks this, and
+# tests/cmake/layers_test.cmake checks the rule itself.
+
+set(UPGUARD_LAYERS
+  base 0
+  digest 1
+  trace 2 capture 2
+  diff 3 recorder 3
+  online 4
+  report 5
+  cli 6
+  tools 7)
+
+# Sets `out` to the layer of `folder`, or to "" when the folder has none.
+function(upguard_layer_of folder out)
+  list(FIND UPGUARD_LAYERS ${folder} idx)
+  if(idx EQUAL -1)
+    set(${out} "" PARENT_SCOPE)
+  else()
+    math(EXPR idx "${idx} + 1")
+    list(GET UPGUARD_LAYERS ${idx} layer)
+    set(${out} ${layer} PARENT_SCOPE)
+  endif()
+endfunction()
+
+# Sets `out` to "" when library `lib` (in `folder`) may link `dep` (in `dep_folder`), else to
+# the reason.
+function(upguard_layer_problem lib folder dep dep_folder out)
+  set(${out} "" PARENT_SCOPE)
+  if(folder STREQUAL dep_folder)
+    return()
+  endif()
+  upguard_layer_of(${folder} layer)
+  upguard_layer_of(${dep_folder} dep_layer)
+  if(layer STREQUAL "" OR dep_layer STREQUAL "")
+    string(CONCAT problem "${lib} (${folder}) links ${dep} (${dep_folder}): a folder without a "
+                          "layer in cmake/upguard_layers.cmake")
+    set(${out} "${problem}" PARENT_SCOPE)
+  elseif(NOT dep_layer LESS layer)
+    string(CONCAT problem "${lib} (${folder}, layer ${layer}) links ${dep} (${dep_folder}, "
+                          "layer ${dep_layer}): a library links only its own folder and lower "
+                          "layers")
+    set(${out} "${problem}" PARENT_SCOPE)
+  endif()
+endfunction()
+
+# Checks every edge between upguard libraries (recorded by upguard_cc_library).
+function(upguard_check_layers)
+  get_property(libs GLOBAL PROPERTY UPGUARD_LIBRARIES)
+  foreach(lib ${libs})
+    get_target_property(folder ${lib} UPGUARD_FOLDER)
+    get_target_property(deps ${lib} UPGUARD_DEPS)
+    foreach(dep ${deps})
+      if(NOT dep MATCHES "^upguard_" OR NOT TARGET ${dep})
+        continue()
+      endif()
+      get_target_property(dep_folder ${dep} UPGUARD_FOLDER)
+      upguard_layer_problem(${lib} ${folder} ${dep} ${dep_folder} problem)
+      if(problem)
+        message(FATAL_ERROR "library graph: ${problem}")
+      endif()
+    endforeach()
+  endforeach()
+endfunction()
