@@ -26,8 +26,8 @@
 #include <string_view>
 #include <vector>
 
-#include "digest/digest.h"
-#include "trace/records.h"
+#include "upguard/arg_record.h"
+#include "upguard/digest_types.h"
 #include "upguard/status.h"
 #include "upguard/tensor.h"
 

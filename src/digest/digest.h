@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "upguard/digest_types.h"
 #include "upguard/status.h"
 #include "upguard/tensor.h"
 
@@ -25,48 +26,12 @@ inline constexpr size_t kDigestChunkBytes = 64 * 1024;
 // Most dimensions a digestible tensor may have (the header stores ndim in one byte).
 inline constexpr int kMaxDigestDims = 64;
 
-struct Digest128 {
-  uint64_t high = 0;
-  uint64_t low = 0;
-
-  bool operator==(const Digest128& other) const { return high == other.high && low == other.low; }
-  bool operator!=(const Digest128& other) const { return !(*this == other); }
-  // 32 lowercase hex digits, high word first (XXH128's canonical order).
-  std::string Hex() const;
-  // The first 8 hex digits, for tables.
-  std::string Short() const { return Hex().substr(0, 8); }
-
-  // The 16-byte canonical form (XXH128_canonical_t): `high` big-endian, then `low` big-endian.
-  // This is how leaves enter the root hash and how binary formats should store a digest.
-  void ToCanonical(uint8_t out[16]) const;
-  static Digest128 FromCanonical(const uint8_t in[16]);
-};
-
 // Parses the 32-hex-digit form written by Hex() (either case). InvalidArgument otherwise.
 StatusOr<Digest128> ParseDigestHex(std::string_view hex);
-
-// Statistics over a floating tensor's values (float64 arithmetic). min/max/mean/l2 cover the
-// finite values only; with no finite value they are 0 and finite_count is 0.
-struct TensorStats {
-  double min = 0;
-  double max = 0;
-  double mean = 0;
-  double l2 = 0;  // sqrt(sum of squares of finite values)
-  uint64_t finite_count = 0;
-  uint64_t nan_count = 0;
-  uint64_t pos_inf_count = 0;
-  uint64_t neg_inf_count = 0;
-};
 
 struct DigestOptions {
   bool stats = true;  // compute TensorStats for floating dtypes
   int threads = 1;    // worker threads for large tensors; the digest does not depend on it
-};
-
-struct TensorDigest {
-  Digest128 digest;
-  bool has_stats = false;  // true for floating dtypes when options.stats
-  TensorStats stats;
 };
 
 // Fails (InvalidArgument) for kInvalid dtype, negative sizes or strides, or null data with
