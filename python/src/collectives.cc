@@ -9,6 +9,7 @@
 #include <torch/csrc/distributed/c10d/Work.hpp>
 #include <unordered_map>
 
+#include "collective_state.h"
 #include "digest_cache.h"
 #include "ivalue_args.h"
 
@@ -25,16 +26,17 @@ struct CollectiveCall {
   uint64_t seq = 0;
 
   // Guarded by g_mu.
+  CallState state = CallState::kLaunched;  // collective_state.h
+  // Besides the state: a backend scope took it (so no other scope does), in whatever state.
+  bool matched = false;
+  // The work completed with an error (a peer died): nothing delivered, written as not
+  // completed. Judged at the completion, or for a work that completed before its op returned,
+  // again at the return, when its future is known.
+  bool failed = false;
   // Set at return: the work's future, whose completion the waiter sees (measured with gloo:
-  // the future completes before the scope ends, so a waiter may read the tensors first).
+  // the future completes before the scope ends, so a waiter may read the tensors first), and
+  // the recorder on then (null before the return, or when not recording).
   c10::intrusive_ptr<c10::ivalue::Future> future;
-  bool matched = false;    // a backend scope took it
-  bool completed = false;  // its scope ended, or a reader found its future done
-  bool returned = false;   // the op returned
-  bool done = false;       // its Collective record was written, or will never be
-  bool failed = false;     // it completed with an error (a peer died): nothing delivered
-  bool digested = false;   // Complete has digested what it wrote (completed is set before)
-  bool completed_before_return = false;
   Recorder* recorder = nullptr;
   RecordedOp recorded;
   uint64_t ops_at_completion = 0;  // the recorder's ops_in_step() at completion
@@ -47,8 +49,8 @@ std::mutex g_mu;
 GroupResolver g_resolver;
 std::unordered_map<const void*, GroupInfo> g_groups;
 std::unordered_map<const void*, uint64_t> g_counters;  // per group: calls so far
-std::deque<std::shared_ptr<CollectiveCall>> g_open;    // launched, not completed or not written
-std::atomic<size_t> g_in_flight{0};                    // launched, not completed
+std::deque<std::shared_ptr<CollectiveCall>> g_open;    // launched, not kFinished
+std::atomic<size_t> g_in_flight{0};                    // how many calls' work runs (WorkRunning)
 
 struct ScopeContext : at::ObserverContext {
   std::shared_ptr<CollectiveCall> call;  // null when no call matched
@@ -101,23 +103,27 @@ const void* DataOf(const at::Tensor& t) {
   return t.has_storage() && t.layout() == c10::kStrided ? t.data_ptr() : nullptr;
 }
 
-// A completed call goes out of the in-flight set.
-void MarkCompletedLocked(CollectiveCall& call) {
-  if (call.completed) return;
-  call.completed = true;
-  g_in_flight.fetch_sub(1);
+// Moves `call` on `event` (collective_state.h) and returns the state it left; an event the
+// table ignores leaves it as it is. A call whose work stops running leaves the in-flight count.
+CallState AdvanceLocked(CollectiveCall& call, CallEvent event) {
+  const CallState from = call.state;
+  call.state = NextCallState(from, event);
+  if (WorkRunning(from) && !WorkRunning(call.state)) g_in_flight.fetch_sub(1);
+  return from;
 }
 
-void DropDoneLocked() {
+void DropFinishedLocked() {
   g_open.erase(std::remove_if(g_open.begin(), g_open.end(),
                               [](const std::shared_ptr<CollectiveCall>& call) {
-                                return call->done && call->completed;
+                                return call->state == CallState::kFinished;
                               }),
                g_open.end());
 }
 
+// Writes the call's Collective record, if the op was recorded by a recorder still on. The
+// caller moves the state (the record is written at most once: only the transitions marked (*)
+// and kWrittenIncomplete write it).
 void WriteLocked(CollectiveCall& call, bool completed) {
-  call.done = true;
   if (call.recorder == nullptr || !call.recorded.written || !call.recorder->enabled()) return;
   CollectiveEvent event;
   event.op = call.recorded;
@@ -162,10 +168,10 @@ void Complete(const std::shared_ptr<CollectiveCall>& call, Recorder* current) {
   bool wanted = false;
   {
     std::lock_guard<std::mutex> lock(g_mu);
-    if (call->completed) return;
-    MarkCompletedLocked(*call);
+    if (!WorkRunning(call->state)) return;  // completed already
+    const CallState from = AdvanceLocked(*call, CallEvent::kWorkCompleted);
     call->failed = Failed(call->future);
-    wanted = !call->done && !call->failed;
+    wanted = from != CallState::kSettled && !call->failed;  // kSettled: no record to come
   }
   ForgetWritten(*call);
   std::vector<ArgRecord> outputs;
@@ -176,16 +182,17 @@ void Complete(const std::shared_ptr<CollectiveCall>& call, Recorder* current) {
     RememberDigests(batch, outputs);
   }
   std::lock_guard<std::mutex> lock(g_mu);
-  if (!call->done) {
+  const CallState from = AdvanceLocked(*call, CallEvent::kDigested);
+  if (call->state != from) {  // else written already (the step ended) or forgotten
     call->outputs = std::move(outputs);
-    call->digested = true;
-    // Not returned yet: CollectiveReturned writes it, as completed before the return.
-    if (call->returned) {
-      call->ops_at_completion = call->completed_before_return ? 0 : call->recorder->ops_in_step();
-      WriteLocked(*call, !call->failed);
+    // kCompleted: the op has not returned yet; CollectiveReturned writes it, as completed
+    // before the return (ops_at_completion 0).
+    if (from == CallState::kCompletingAfterReturn) {
+      call->ops_at_completion = call->recorder->ops_in_step();
     }
+    if (call->state == CallState::kFinished) WriteLocked(*call, !call->failed);
   }
-  DropDoneLocked();
+  DropFinishedLocked();
 }
 
 }  // namespace
@@ -200,8 +207,7 @@ void ResetCollectives() {
   g_groups.clear();
   g_counters.clear();
   for (const std::shared_ptr<CollectiveCall>& call : g_open) {
-    call->done = true;
-    MarkCompletedLocked(*call);
+    AdvanceLocked(*call, CallEvent::kReset);
   }
   g_open.clear();
 }
@@ -253,20 +259,27 @@ void CollectiveReturned(const std::shared_ptr<CollectiveCall>& call, Recorder* r
   ForEachTensor(call->written, [](const at::Tensor& t) { Digests().Invalidate(t); });
   std::lock_guard<std::mutex> lock(g_mu);
   call->future = std::move(future);
-  call->returned = true;
   call->recorder = recorder;
   call->recorded = recorded;
   if (!recorded.written) {
-    call->done = true;
-  } else if (call->completed && !call->done) {
-    // Completed before the call returned, before its future was known: judged by it now. If
-    // its tensors are still being digested, Complete writes it when that is done.
-    call->failed = call->failed || Failed(call->future);
-    call->completed_before_return = true;
-    call->ops_at_completion = 0;
-    if (call->digested || call->failed) WriteLocked(*call, !call->failed);
+    AdvanceLocked(*call, CallEvent::kOpReturnedUnrecorded);
+  } else {
+    const CallState from = AdvanceLocked(*call, CallEvent::kOpReturned);
+    if (from == CallState::kCompleting || from == CallState::kCompleted) {
+      // Completed before the call returned, before its future was known: judged by it now. If
+      // its tensors are still being digested, Complete writes it when that is done; a failed
+      // one is written now, as not completed.
+      call->failed = call->failed || Failed(call->future);
+      call->ops_at_completion = 0;
+      if (from == CallState::kCompleted) {
+        WriteLocked(*call, !call->failed);
+      } else if (call->failed) {
+        WriteLocked(*call, false);
+        AdvanceLocked(*call, CallEvent::kWrittenIncomplete);
+      }
+    }
   }
-  DropDoneLocked();
+  DropFinishedLocked();
 }
 
 }  // namespace
@@ -360,8 +373,8 @@ bool InFlight(const at::Tensor& tensor) {
   {
     std::lock_guard<std::mutex> lock(g_mu);
     for (const std::shared_ptr<CollectiveCall>& call : g_open) {
-      if (!call->completed && std::find(call->storages.begin(), call->storages.end(), storage) !=
-                                  call->storages.end()) {
+      if (WorkRunning(call->state) && std::find(call->storages.begin(), call->storages.end(),
+                                                storage) != call->storages.end()) {
         writing.push_back(call);
       }
     }
@@ -372,7 +385,7 @@ bool InFlight(const at::Tensor& tensor) {
     c10::intrusive_ptr<c10::ivalue::Future> future;
     {
       std::lock_guard<std::mutex> lock(g_mu);
-      if (call->returned) recorder = call->recorder;
+      recorder = call->recorder;  // set at the return
       future = call->future;
     }
     if (recorder != nullptr && FutureDone(future)) {
@@ -389,16 +402,20 @@ void FlushCollectives(Recorder* recorder) {
   {
     std::lock_guard<std::mutex> lock(g_mu);
     for (const std::shared_ptr<CollectiveCall>& call : g_open) {
-      if (!call->done && call->returned && call->recorder == recorder) WriteLocked(*call, false);
+      // Returned, recorded and not written yet: written as not completed.
+      if (call->recorder == recorder && Accepts(call->state, CallEvent::kWrittenIncomplete)) {
+        WriteLocked(*call, false);
+        AdvanceLocked(*call, CallEvent::kWrittenIncomplete);
+      }
       // No scope will end for it and nothing says it is still running (no future, or a done
       // one): it stops counting as in flight, so g_open does not grow step after step.
-      if (call->done && !call->completed && !call->matched &&
+      if (Accepts(call->state, CallEvent::kGivenUp) && !call->matched &&
           (!call->future.defined() || call->future->completed())) {
-        MarkCompletedLocked(*call);
+        AdvanceLocked(*call, CallEvent::kGivenUp);
         finished.push_back(call);
       }
     }
-    DropDoneLocked();
+    DropFinishedLocked();
   }
   for (const std::shared_ptr<CollectiveCall>& call : finished) ForgetWritten(*call);
 }

@@ -18,6 +18,9 @@
 // training's: they are not recorded. A tensor a collective is still writing is "in flight": an op
 // that reads it before the completion (a program that does not wait) is given it as opaque, since
 // its bytes then depend on timing.
+//
+// A call's life, the op returning and the work completing in either order, is the state machine
+// of collective_state.h.
 #pragma once
 
 #include <ATen/core/ivalue.h>

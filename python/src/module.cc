@@ -48,42 +48,79 @@ DistributedOnline DistributedHooks(const std::string& run_dir) {
   return hooks;
 }
 
-void StartFromPython(const std::string& run_dir, int rank, int world_size,
-                     const std::optional<std::string>& steps, int max_depth,
-                     const std::vector<std::string>& ops, bool stats,
-                     const std::string& engine_meta_json,
-                     const std::vector<std::string>& skip_prefixes, const std::string& cwd,
-                     const std::string& capture, const std::string& against,
-                     bool continue_after_divergence) {
+// _C.StartOptions: what _C.start takes, by name (python/upguard/_recording.py fills it in).
+// The binding's mirror of AdapterOptions in Python's types: the step range and the capture
+// selector stay text until ToAdapterOptions parses them.
+struct StartOptions {
+  std::string run_dir;
+  int rank = 0;
+  int world_size = 1;
+  std::optional<std::string> steps;  // "A:B", "A:", ":B" or "N"; None or "" = every step
+  int max_depth = -1;                // -1 = every depth
+  std::vector<std::string> ops;      // op-name globs; empty = every op
+  bool stats = true;
+  std::string engine_meta_json = "{}";
+  std::vector<std::string> skip_prefixes;  // frames under these files are not user code
+  std::string cwd;                         // call sites under it are shown relative to it
+  std::string capture;                     // a --capture selector; "" = none
+  std::string against;                     // a reference run directory; "" = none
+  bool continue_after_divergence = false;
+};
+
+StatusOr<AdapterOptions> ToAdapterOptions(const StartOptions& start) {
   AdapterOptions options;
-  options.recorder.run_dir = run_dir;
-  options.recorder.rank = rank;
-  options.recorder.world_size = world_size;
-  if (steps && !steps->empty()) {
-    StatusOr<StepRange> range = ParseStepRange(*steps);
-    ThrowIfError(range.status());
-    options.recorder.steps = *range;
+  options.recorder.run_dir = start.run_dir;
+  options.recorder.rank = start.rank;
+  options.recorder.world_size = start.world_size;
+  if (start.steps && !start.steps->empty()) {
+    ASSIGN_OR_RETURN(options.recorder.steps, ParseStepRange(*start.steps));
   }
-  options.recorder.max_depth = max_depth;
-  options.recorder.ops = ops;
-  options.recorder.stats = stats;
-  options.recorder.engine_meta_json = engine_meta_json;
-  options.skip_prefixes = skip_prefixes;
-  options.cwd = cwd;
-  if (!capture.empty()) {
-    StatusOr<CaptureSelector> selector = ParseCaptureSelector(capture);
-    ThrowIfError(selector.status());
-    options.capture = *selector;
+  options.recorder.max_depth = start.max_depth;
+  options.recorder.ops = start.ops;
+  options.recorder.stats = start.stats;
+  options.recorder.engine_meta_json = start.engine_meta_json;
+  options.skip_prefixes = start.skip_prefixes;
+  options.cwd = start.cwd;
+  if (!start.capture.empty()) {
+    ASSIGN_OR_RETURN(options.capture, ParseCaptureSelector(start.capture));
   }
-  options.recorder.against = against;
-  if (!against.empty()) {  // the recorder compares each op with the reference through it
-    StatusOr<std::unique_ptr<OnlineChecker>> checker = OnlineChecker::Open(against, rank);
-    ThrowIfError(checker.status());
-    options.recorder.observer = std::move(*checker);
+  options.recorder.against = start.against;
+  if (!start.against.empty()) {  // the recorder compares each op with the reference through it
+    ASSIGN_OR_RETURN(std::unique_ptr<OnlineChecker> checker,
+                     OnlineChecker::Open(start.against, start.rank));
+    options.recorder.observer = std::move(checker);
   }
-  options.continue_after_divergence = continue_after_divergence;
-  if (!against.empty() && world_size > 1) options.distributed_online = DistributedHooks(run_dir);
-  ThrowIfError(Start(options));
+  options.continue_after_divergence = start.continue_after_divergence;
+  return options;
+}
+
+void StartFromPython(const StartOptions& start) {
+  StatusOr<AdapterOptions> options = ToAdapterOptions(start);
+  ThrowIfError(options.status());
+  if (!start.against.empty() && start.world_size > 1) {
+    options->distributed_online = DistributedHooks(start.run_dir);
+  }
+  ThrowIfError(Start(*options));
+}
+
+void BindStartOptions(py::module_& m) {
+  py::class_<StartOptions>(m, "StartOptions",
+                           "The options of start(), by name (see upguard.record for their "
+                           "meaning); every field has a default.")
+      .def(py::init<>())
+      .def_readwrite("run_dir", &StartOptions::run_dir)
+      .def_readwrite("rank", &StartOptions::rank)
+      .def_readwrite("world_size", &StartOptions::world_size)
+      .def_readwrite("steps", &StartOptions::steps)
+      .def_readwrite("max_depth", &StartOptions::max_depth)
+      .def_readwrite("ops", &StartOptions::ops)
+      .def_readwrite("stats", &StartOptions::stats)
+      .def_readwrite("engine_meta_json", &StartOptions::engine_meta_json)
+      .def_readwrite("skip_prefixes", &StartOptions::skip_prefixes)
+      .def_readwrite("cwd", &StartOptions::cwd)
+      .def_readwrite("capture", &StartOptions::capture)
+      .def_readwrite("against", &StartOptions::against)
+      .def_readwrite("continue_after_divergence", &StartOptions::continue_after_divergence);
 }
 
 DType DTypeFromName(const std::string& name) {
@@ -169,11 +206,8 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "upguard's compiled recorder (private; use the `upguard` package)";
   adapter::SetGroupResolver(adapter::ResolveGroups);
   adapter::SetModelTensorSource(adapter::ReadModelTensorsFromPython);
-  m.def("start", &adapter::StartFromPython, py::arg("run_dir"), py::arg("rank"),
-        py::arg("world_size"), py::arg("steps"), py::arg("max_depth"), py::arg("ops"),
-        py::arg("stats"), py::arg("engine_meta_json"), py::arg("skip_prefixes"), py::arg("cwd"),
-        py::arg("capture") = "", py::arg("against") = "",
-        py::arg("continue_after_divergence") = false);
+  adapter::BindStartOptions(m);
+  m.def("start", &adapter::StartFromPython, py::arg("options"));
   m.def(
       "stop",
       [](const std::string& final_engine_meta_json, bool died) {

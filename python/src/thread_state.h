@@ -22,6 +22,9 @@ struct Node {
 
 struct ThreadState {
   uint32_t depth = 0;
+  // The adapter itself runs ATen code or Python on this thread (digesting, reading the model's
+  // tensors or a generator's state): the ops seen meanwhile are the adapter's, never recorded.
+  // Whoever sets it clears it before returning, on an exception too (Guarded, op_callbacks.cc).
   bool busy = false;
   int optimizer = 0;
   bool names_refreshed = false;  // the tensor names were read again inside Optimizer.step

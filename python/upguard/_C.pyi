@@ -2,10 +2,25 @@
 from types import FrameType
 from typing import List, Optional, Tuple
 
-def start(run_dir: str, rank: int, world_size: int, steps: Optional[str], max_depth: int,
-          ops: List[str], stats: bool, engine_meta_json: str, skip_prefixes: List[str],
-          cwd: str, capture: str = "", against: str = "",
-          continue_after_divergence: bool = False) -> None: ...
+class StartOptions:
+    """The options of start(), by name; every field has a default (upguard.record says what
+    each means)."""
+    run_dir: str
+    rank: int  # 0
+    world_size: int  # 1
+    steps: Optional[str]  # "A:B", "A:", ":B" or "N"; None or "": every step
+    max_depth: int  # -1: every depth
+    ops: List[str]  # op-name globs; []: every op
+    stats: bool  # True
+    engine_meta_json: str  # "{}"
+    skip_prefixes: List[str]  # Python files under these are not user code
+    cwd: str  # call sites under it are shown relative to it
+    capture: str  # a --capture selector; "": none
+    against: str  # a reference run directory; "": none
+    continue_after_divergence: bool  # False
+    def __init__(self) -> None: ...
+
+def start(options: StartOptions) -> None: ...
 def stop(final_engine_meta_json: str = "", died: bool = False) -> None: ...
 def record_model_inputs(tensors: List[Tuple[str, int, str, List[int], List[int]]]) -> None: ...
 def refresh_tensor_names() -> None: ...

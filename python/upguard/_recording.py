@@ -65,14 +65,29 @@ class Recording:
         if _active is not None:
             raise RuntimeError(f"upguard is already recording to {_active.run_dir}; stop it first")
         self._flags_at_start = backend_flags()  # until a model call reads them again
-        _C.start(self.run_dir, self.rank, self.world_size, self.steps, self.max_depth, self.ops,
-                 self.stats, engine_meta_json(), [_TORCH_DIR + os.sep, _UPGUARD_DIR + os.sep],
-                 os.getcwd(), self.capture, self.against, self.continue_after_divergence)
+        _C.start(self._start_options())
         REGISTRY.install()
         self._scopes.install()
         self._running = True
         _active = self
         return self
+
+    def _start_options(self) -> _C.StartOptions:
+        options = _C.StartOptions()
+        options.run_dir = self.run_dir
+        options.rank = self.rank
+        options.world_size = self.world_size
+        options.steps = self.steps
+        options.max_depth = self.max_depth
+        options.ops = self.ops
+        options.stats = self.stats
+        options.engine_meta_json = engine_meta_json()
+        options.skip_prefixes = [_TORCH_DIR + os.sep, _UPGUARD_DIR + os.sep]
+        options.cwd = os.getcwd()
+        options.capture = self.capture
+        options.against = self.against
+        options.continue_after_divergence = self.continue_after_divergence
+        return options
 
     def stop(self) -> None:
         global _active

@@ -1,0 +1,146 @@
+#include "session.h"
+
+#include <pthread.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+
+#include "call_site.h"
+#include "capture.h"
+#include "collectives.h"
+#include "digest_cache.h"
+#include "op_callbacks.h"
+#include "steps.h"
+#include "tensor_names.h"
+
+namespace upguard::torch_adapter {
+
+std::atomic<Session*> Session::active_{nullptr};
+
+namespace {
+
+std::mutex g_lifecycle_mu;  // Start / Stop, and the registry below
+// Every session this process started, the latest last; none is ever destroyed (session.h).
+std::vector<std::unique_ptr<Session>> g_sessions;
+
+Recorder* LatestRecorderLocked() {
+  return g_sessions.empty() ? nullptr : g_sessions.back()->recorder();
+}
+
+}  // namespace
+
+Session::Session(std::unique_ptr<Recorder> recorder, const AdapterOptions& options)
+    : recorder_(std::move(recorder)),
+      continue_after_divergence_(options.continue_after_divergence),
+      distributed_(options.distributed_online) {}
+
+void Session::ForgetStep() {
+  rng_recorded_.store(false);
+  forward_seen_.store(false);
+  backward_seen_.store(false);
+  origins_.Clear();
+}
+
+void Session::ForgetAllInChild() {
+  active_.store(nullptr);
+  for (std::unique_ptr<Session>& session : g_sessions) (void)session->recorder_.release();
+}
+
+Status Session::Start(const AdapterOptions& options) {
+  std::lock_guard<std::mutex> lock(g_lifecycle_mu);
+  if (Session* active = Active()) {
+    return FailedPrecondition("upguard is already recording to " +
+                              active->recorder()->trace_path() + "; stop that recording first");
+  }
+  static const int fork_handler = pthread_atfork(nullptr, nullptr, ForgetAllInChild);
+  (void)fork_handler;
+  ASSIGN_OR_RETURN(std::unique_ptr<Recorder> recorder, Recorder::Open(options.recorder));
+  ConfigureCallSites(options.skip_prefixes, options.cwd);
+  ConfigureCapture(options.capture, options.recorder.run_dir, options.recorder.rank,
+                   /*hold_all=*/!options.recorder.against.empty());
+  Digests().Clear();  // digests depend on the options (stats on or off)
+  ResetCollectives();
+  ClearTensorNames();
+  g_sessions.push_back(std::unique_ptr<Session>(new Session(std::move(recorder), options)));
+  Session* session = g_sessions.back().get();
+  active_.store(session, std::memory_order_release);
+  session->callbacks_ = InstallCallbacks();
+  return Status::Ok();
+}
+
+Status Session::Stop(const std::string& final_engine_meta_json, bool died) {
+  std::lock_guard<std::mutex> lock(g_lifecycle_mu);
+  // The last step ends here (not when it died inside, nor when it holds no op yet).
+  Session* running = Active();
+  if (running != nullptr && !died && running->recorder()->ops_in_step() > 0) {
+    RecordModelStateAtStepEnd(*running);
+  }
+  for (std::unique_ptr<Session>& session : g_sessions) {
+    for (at::CallbackHandle handle : session->callbacks_) at::removeCallback(handle);
+    session->callbacks_.clear();
+  }
+  Session* stopped = active_.exchange(nullptr);
+  if (stopped != nullptr) FlushCollectives(stopped->recorder());
+  ClearTensorNames();
+  Recorder* latest = LatestRecorderLocked();
+  if (latest == nullptr) return Status::Ok();
+  if (!final_engine_meta_json.empty()) {
+    RETURN_IF_ERROR(latest->UpdateEngineMeta(final_engine_meta_json));
+  }
+  return latest->Close(/*end_last_step=*/!died);
+}
+
+void Session::Disable(const char* where, const char* what) {
+  if (active_.exchange(nullptr) != nullptr) {
+    std::fprintf(stderr, "upguard: recording stopped, training continues: %s: %s\n", where, what);
+  }
+}
+
+void Session::CloseAndExit(const char* why, int code) {
+  Session* session = active_.exchange(nullptr);
+  Recorder* recorder = session != nullptr ? session->recorder() : nullptr;
+  if (recorder != nullptr) FlushCollectives(recorder);
+  const Status status = recorder != nullptr ? recorder->Close() : Status::Ok();
+  std::fprintf(stderr, "upguard: stopping the program here, %s%s%s\n", why,
+               status.ok() ? "" : "; the trace did not close: ",
+               status.ok() ? "" : status.message().c_str());
+  std::fflush(nullptr);
+  std::_Exit(status.ok() ? code : 2);
+}
+
+int64_t Session::LatestStep() {
+  std::lock_guard<std::mutex> lock(g_lifecycle_mu);
+  Recorder* latest = LatestRecorderLocked();
+  return latest == nullptr ? 0 : latest->step();
+}
+
+uint64_t Session::LatestOpsRecorded() {
+  std::lock_guard<std::mutex> lock(g_lifecycle_mu);
+  Recorder* latest = LatestRecorderLocked();
+  return latest == nullptr ? 0 : latest->ops_recorded();
+}
+
+std::string Session::LatestTracePath() {
+  std::lock_guard<std::mutex> lock(g_lifecycle_mu);
+  Recorder* latest = LatestRecorderLocked();
+  return latest == nullptr ? "" : latest->trace_path();
+}
+
+// adapter.h: the lifecycle entry points.
+
+Status Start(const AdapterOptions& options) { return Session::Start(options); }
+
+Status Stop(const std::string& final_engine_meta_json, bool died) {
+  return Session::Stop(final_engine_meta_json, died);
+}
+
+bool Active() { return Session::Active() != nullptr; }
+
+int64_t CurrentStep() { return Session::LatestStep(); }
+
+uint64_t OpsRecorded() { return Session::LatestOpsRecorded(); }
+
+std::string TracePath() { return Session::LatestTracePath(); }
+
+}  // namespace upguard::torch_adapter

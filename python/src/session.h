@@ -1,0 +1,121 @@
+// The adapter's process state for one recording: a Session, created by Start and closed by
+// Stop, that the RecordFunction callbacks (op_callbacks.h) reach through one atomic pointer,
+// Session::Active().
+//
+//   Status status = Session::Start(options);     // adapter.h Start()
+//   if (Session* session = Session::Active()) {  // in a callback: null = do not record
+//     session->recorder()->Record(event);
+//   }
+//   Session::Stop(final_engine_meta_json, died);  // adapter.h Stop()
+//
+// Lifetime (Start and Stop are serialized by one mutex; one session records at a time):
+//   Start    opens the trace, resets the per-recording tables (digest cache, collectives, tensor
+//            names, call-site and capture settings), makes a new Session the latest, publishes
+//            it as the active one and then installs the callbacks.
+//   Disable  the first failure inside a callback unpublishes it: recording is off and the
+//            training continues. It is still the latest session; Stop closes its trace.
+//   fork     a forked child (a DataLoader worker) inherits the parent's sessions but must never
+//            write into the parent's trace: the child unpublishes the active session and forgets
+//            every session's Recorder without closing it, so no buffered bytes reach the file
+//            descriptor it shares with the parent. (No lock is taken there: a parent thread may
+//            have held it at the fork.)
+//   Stop     ends the last step (its model state), removes the callbacks of every session that
+//            still has them, unpublishes the active session, writes its collectives that did not
+//            complete, and closes the latest session's trace.
+//   CloseAndExit (a capture that asked to stop, a divergence from the --against reference)
+//            unpublishes it, closes its trace and ends the process.
+//
+// A session is never destroyed, not even after Stop: a callback on another thread (an autograd
+// worker, a collective backend's thread) may have loaded the pointer just before Stop and still
+// use the session and its Recorder, and nothing tells when it has returned. A process records a
+// few times at most, so the closed sessions cost little.
+#pragma once
+
+#include <ATen/record_function.h>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "adapter.h"
+#include "origins.h"
+#include "upguard/recorder.h"
+#include "upguard/status.h"
+
+namespace upguard::torch_adapter {
+
+class Session {
+ public:
+  static Status Start(const AdapterOptions& options);
+  // `final_engine_meta_json` and `died`: as adapter.h Stop().
+  static Status Stop(const std::string& final_engine_meta_json, bool died);
+
+  // The session recording now; null when none is (never started, turned off, stopped, or this
+  // is a forked child). One atomic load: for every callback.
+  static Session* Active() { return active_.load(std::memory_order_acquire); }
+
+  // Turns recording off after a failure in `where` (an op, a scope, the step's end); says so
+  // once, on stderr. The training continues.
+  static void Disable(const char* where, const char* what);
+
+  // Closes the active session's trace (meta.json included) and ends the process at once with
+  // `code`, saying `why`: a long training run re-run only to capture one op, or one that already
+  // diverged from its reference, should not go on.
+  [[noreturn]] static void CloseAndExit(const char* why, int code);
+
+  // The latest session's recorder: its step, ops and trace path (adapter.h); 0 / "" when none.
+  static int64_t LatestStep();
+  static uint64_t LatestOpsRecorded();
+  static std::string LatestTracePath();
+
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  Recorder* recorder() const { return recorder_.get(); }
+
+  // After the first upguard.step(), only it ends steps; Optimizer.step no longer does.
+  bool explicit_steps() const { return explicit_steps_.load(); }
+  void UseExplicitSteps() { explicit_steps_.store(true); }
+
+  // With --against: record on after the first divergence instead of stopping.
+  bool continue_after_divergence() const { return continue_after_divergence_; }
+  // Online mode with several ranks (adapter.h); absent otherwise.
+  const std::optional<DistributedOnline>& distributed() const { return distributed_; }
+
+  // Facts of the running step, forgotten at its end (ForgetStep).
+  // upguard::rng_state was recorded in this step (or is not wanted: step 0, see steps.h).
+  bool rng_recorded() const { return rng_recorded_.load(std::memory_order_relaxed); }
+  void NoteRngRecorded() { rng_recorded_.store(true); }
+  // A module ran forward in this step / an autograd node ran in this step.
+  void NoteForward() { forward_seen_.store(true, std::memory_order_relaxed); }
+  void NoteBackward() { backward_seen_.store(true, std::memory_order_relaxed); }
+  // Between the step's first module call and its backward: the loss is forward too.
+  bool ForwardBeforeBackward() const {
+    return forward_seen_.load(std::memory_order_relaxed) &&
+           !backward_seen_.load(std::memory_order_relaxed);
+  }
+  // Which forward op created each autograd node of this step (origins.h).
+  OriginTable& origins() { return origins_; }
+  void ForgetStep();
+
+ private:
+  Session(std::unique_ptr<Recorder> recorder, const AdapterOptions& options);
+
+  static void ForgetAllInChild();
+
+  static std::atomic<Session*> active_;
+
+  std::unique_ptr<Recorder> recorder_;         // null in a forked child (forgotten, never closed)
+  std::vector<at::CallbackHandle> callbacks_;  // installed by Start, removed by Stop
+  const bool continue_after_divergence_;
+  const std::optional<DistributedOnline> distributed_;
+  std::atomic<bool> explicit_steps_{false};
+  std::atomic<bool> rng_recorded_{true};  // none for step 0 (steps.h)
+  std::atomic<bool> forward_seen_{false};
+  std::atomic<bool> backward_seen_{false};
+  OriginTable origins_;
+};
+
+}  // namespace upguard::torch_adapter

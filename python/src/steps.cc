@@ -1,0 +1,113 @@
+#include "steps.h"
+
+#include <string_view>
+#include <vector>
+
+#include "call_site.h"
+#include "collectives.h"
+#include "digest_cache.h"
+#include "divergence.h"
+#include "ivalue_args.h"
+#include "model_state.h"
+#include "rng_state.h"
+#include "string_pool.h"
+#include "tensor_names.h"
+#include "thread_state.h"
+
+namespace upguard::torch_adapter {
+
+void RecordRngState(Session& session) {
+  constexpr std::string_view kOp = "upguard::rng_state";
+  session.NoteRngRecorded();
+  Recorder* recorder = session.recorder();
+  if (!recorder->Wants(kOp, 0)) return;
+  ThreadState& ts = Tls();
+  if (ts.busy) return;
+  ts.busy = true;  // reading the state runs ATen code: not ops of the training
+  const at::Tensor state = DefaultCpuGeneratorState();
+  OpEvent event;
+  event.op = kOp;
+  event.inputs = {GeneratorStateArg("cpu", state)};
+  const RecordedOp recorded = recorder->Record(event);
+  if (recorded.diverged) OnDivergence(session, recorded, event, HeldInputs{}, ArgBatch{}, {});
+  ts.busy = false;
+}
+
+void RecordModelStateAtStepEnd(Session& session) {
+  Recorder* recorder = session.recorder();
+  ThreadState& ts = Tls();
+  if (ts.busy || !recorder->StepWanted()) return;
+  ts.busy = true;
+  RecordedState recorded;
+  try {
+    const std::vector<NamedTensor> tensors = ReadModelTensors();
+    if (!tensors.empty()) recorded = RecordModelState(recorder, tensors);
+    ResetTensorNames(tensors);  // gradients and state made in this step are named from now on
+  } catch (const std::exception& e) {
+    ts.busy = false;
+    return Session::Disable("the model state at the step's end", e.what());
+  }
+  ts.busy = false;
+  if (recorded.recorded.diverged) {
+    OpEvent event;
+    event.op = kStateOp;
+    OnDivergence(session, recorded.recorded, event, recorded.held, ArgBatch{}, {});
+  }
+  if (recorded.stop_after_capture) StopAfterCapture();
+}
+
+void EndStep(Session& session) {
+  Recorder* recorder = session.recorder();
+  FlushCollectives(recorder);
+  RecordModelStateAtStepEnd(session);
+  recorder->MarkStep();
+  session.ForgetStep();
+  Uninit().DropExpired();
+  Digests().Trim();
+  if (session.distributed() && session.distributed()->agree(recorder->step() - 1)) {
+    Session::CloseAndExit(
+        "as another rank diverged from the reference (the ranks stop together at "
+        "the end of the step)",
+        kExitDivergedOnline);
+  }
+}
+
+// adapter.h: the step and the batch, from Python.
+
+void MarkStep() {
+  Session* session = Session::Active();
+  if (session == nullptr) return;
+  session->UseExplicitSteps();
+  EndStep(*session);
+}
+
+void RecordModelInputs(const std::vector<HostTensor>& tensors) {
+  constexpr std::string_view kOp = "upguard::batch";
+  Session* session = Session::Active();
+  if (session == nullptr || !session->recorder()->Wants(kOp, 0)) return;
+  Recorder* recorder = session->recorder();
+  ThreadState& ts = Tls();
+  if (ts.busy) return;
+  if (!session->rng_recorded()) RecordRngState(*session);
+  OpEvent event;
+  event.op = kOp;
+  event.phase = Phase::kForward;
+  event.call_site = Pooled(CurrentCallSite());
+  for (const HostTensor& tensor : tensors) {
+    TensorView view;
+    view.dtype = tensor.dtype;
+    view.ndim = static_cast<int>(tensor.sizes.size());
+    view.sizes = tensor.sizes.data();
+    view.strides = tensor.strides.data();
+    view.data = reinterpret_cast<const void*>(tensor.data);
+    const bool readable = tensor.dtype != DType::kInvalid && tensor.data != 0 &&
+                          tensor.strides.size() == tensor.sizes.size();
+    event.inputs.push_back(readable ? Arg::Tensor(tensor.name, view)
+                                    : Arg::Shaped(ArgKind::kOpaque, tensor.name, view));
+  }
+  const RecordedOp recorded = recorder->Record(event);
+  // A pseudo-op has no tensors of its own to capture: the message and the stop only.
+  if (recorded.diverged) OnDivergence(*session, recorded, event, HeldInputs{}, ArgBatch{}, {});
+}
+
+}  // namespace upguard::torch_adapter
