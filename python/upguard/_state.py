@@ -52,7 +52,11 @@ class ModelTensors:
         self._roots.clear()
         self._optimizers.clear()
         for obj in gc.get_objects():
-            if isinstance(obj, torch.optim.Optimizer):
+            try:
+                found = isinstance(obj, torch.optim.Optimizer)
+            except Exception:  # a proxy whose __class__ raises: not an optimizer of ours
+                continue
+            if found:
                 self.add_optimizer(obj)
         if self._original_init is not None:
             return
