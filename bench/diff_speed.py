@@ -9,9 +9,12 @@ candidate runs: an identical one, one with a culprit planted at the start, the m
 the end, and two that step digests cannot help with: no StepEnd records (every op compared; the
 ops are byte-identical), and no StepEnd records with every string id shifted (every op parsed
 field by field). It times `upguard diff --json REFERENCE CANDIDATE` (best of --repeat runs),
-checks that the verdict names the planted op, and prints a Markdown table:
+checks that the verdict names the planted op, and times `upguard show REFERENCE --step 0`, which
+decodes every op of the run (the full decoder, what a diff pays for a step it must walk). It
+prints a Markdown table:
 
-  records/s   op records read and compared, both runs together, per second of wall time
+  records/s   op records read and compared, both runs together, per second of wall time (show:
+              op records of the one run decoded)
   peak RSS    ru_maxrss of the diff process (os.wait4), mapped trace pages included
 
 Targets: a scan at >= 20 M records/s; the divergence (or identity) of two 10 M-op runs found
@@ -73,6 +76,12 @@ def generate(gen_tool, cache, ops, flags):
 def run_diff(upguard, a, b, repeat):
     """Best wall time of `repeat` runs of `upguard diff --json a b`, with that run's CPU time,
     peak RSS (os.wait4 rusage) and JSON output."""
+    return run_timed(upguard, ["diff", "--json", a, b], repeat)
+
+
+def run_timed(upguard, argv, repeat):
+    """Best wall time of `repeat` runs of `upguard ARGV`, with that run's CPU time, peak RSS
+    (os.wait4 rusage) and JSON output (None when ARGV has no --json)."""
     best = None
     for _ in range(repeat):
         read_fd, write_fd = os.pipe()
@@ -83,7 +92,7 @@ def run_diff(upguard, a, b, repeat):
             os.dup2(write_fd, 1)
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, 2)
-            os.execv(upguard, [upguard, "diff", "--json", a, b])
+            os.execv(upguard, [upguard] + argv)
         os.close(write_fd)
         chunks = []
         while True:
@@ -96,9 +105,11 @@ def run_diff(upguard, a, b, repeat):
         wall = time.perf_counter() - started
         code = os.waitstatus_to_exitcode(status)
         if code not in (0, 1):
-            sys.exit(f"diff_speed: upguard diff {a} {b} exited {code}")
+            sys.exit(f"diff_speed: upguard {' '.join(argv)} exited {code}")
+        output = b"".join(chunks)
         run = {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime,
-               "rss": usage.ru_maxrss * 1024, "json": json.loads(b"".join(chunks))}
+               "rss": usage.ru_maxrss * 1024,
+               "json": json.loads(output) if "--json" in argv else None}
         if best is None or wall < best["wall"]:
             best = run
     return best
@@ -160,6 +171,11 @@ def main():
             rows.append(f"| {ops:,} | {name} | {verdict} | {run['wall']:.3f} | "
                         f"{run['cpu']:.3f} | {rate / 1e6:.1f} M | {run['rss'] / MiB:.0f} | "
                         f"{target} | {result} |")
+        # Every op of the reference decoded (RankTrace::CheckAllOps), step 0 printed.
+        run = run_timed(args.upguard, ["show", reference, "--step", "0"], args.repeat)
+        rows.append(f"| {ops:,} | decode: show --step 0 (every op) | - | {run['wall']:.3f} | "
+                    f"{run['cpu']:.3f} | {ops / run['wall'] / 1e6:.1f} M | "
+                    f"{run['rss'] / MiB:.0f} | - |  |")
         rows.append(f"| {ops:,} | (trace size) | {trace_bytes / MiB:,.0f} MiB per run | | | | | "
                     f"| |")
 

@@ -12,7 +12,8 @@
 // depth, argument names and labels, statistics) may differ. String ids are compared through a map
 // from B's ids to A's, so runs whose tables assign different ids still compare.
 //
-// A pair found equal field by field has had both payloads checked as DecodeOp checks them. A
+// Both payloads are read with op_payload.h, the reader of the Op layout that DecodeOp walks too,
+// so a pair found equal field by field has had both payloads checked as DecodeOp checks them. A
 // pair whose payloads are byte-identical after the seq (and whose string ids can only name the
 // same strings in both tables) is equal without being parsed, like a step skipped by its digest.
 // Anything else, a malformed payload included, is "not equal": the caller decodes those ops,

@@ -48,7 +48,7 @@ class OpMaker {
 
   Op Random() {
     Op op;
-    op.record.phase = static_cast<Phase>(Pick(4));
+    op.record.phase = static_cast<Phase>(Pick(5));
     op.record.depth = Pick(3);
     op.record.step = Pick(1000);
     for (int field = 0; field < 4; ++field) op.texts.push_back(kStrings[Pick(std::size(kStrings))]);
@@ -129,7 +129,7 @@ TEST(RawComparerTest, AgreesWithDecodingOnRandomOps) {
     OpMaker::Op other = maker.Pick(2) == 0 ? op : maker.Random();
     if (maker.Pick(2) == 0) {
       other.record.depth = maker.Pick(5);
-      other.record.phase = static_cast<Phase>(maker.Pick(4));
+      other.record.phase = static_cast<Phase>(maker.Pick(5));
       other.texts[1] = kStrings[maker.Pick(std::size(kStrings))];  // module
       for (size_t label_idx = 6; label_idx < other.texts.size(); label_idx += 3) {
         other.texts[label_idx] = kStrings[maker.Pick(std::size(kStrings))];
