@@ -1,6 +1,12 @@
 # The library graph is a stack of layers that the folders show (docs/architecture.md):
 #
-#   base <- digest <- trace, capture <- diff, recorder <- online <- report <- cli <- tools
+#   base <- digest <- trace, capture <- run <- align <- diff, recorder <- analysis, online
+#        <- report <- cli <- tools
+#
+# run: a recorded run opened for reading; align: which ops of two runs correspond; diff: the
+# one-rank walk and comparison; analysis: what runs on a diff's result (setup checks, order
+# across ranks, NaN origin, explain, tolerances); online: record --against, the recorder's
+# observer implemented with the diff's rules.
 #
 # A library may link libraries of its own folder and of lower layers; never one of a higher
 # layer or of another folder on its own layer (the recorder sits beside the diff: neither links
@@ -11,11 +17,13 @@ set(UPGUARD_LAYERS
   base 0
   digest 1
   trace 2 capture 2
-  diff 3 recorder 3
-  online 4
-  report 5
-  cli 6
-  tools 7)
+  run 3
+  align 4
+  diff 5 recorder 5
+  analysis 6 online 6
+  report 7
+  cli 8
+  tools 9)
 
 # Sets `out` to the layer of `folder`, or to "" when the folder has none.
 function(upguard_layer_of folder out)

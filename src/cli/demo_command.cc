@@ -9,7 +9,7 @@
 #include "cli/paths.h"
 #include "cli/record_runner.h"
 #include "diff/diff.h"
-#include "diff/setup_check.h"
+#include "analysis/setup_check.h"
 #include "report/diff_report.h"
 
 namespace upguard {

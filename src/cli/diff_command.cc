@@ -8,9 +8,9 @@
 #include "cli/explain_runner.h"
 #include "cli/flags.h"
 #include "diff/diff.h"
-#include "diff/global_order.h"
-#include "diff/setup_check.h"
-#include "diff/tolerant_compare.h"
+#include "analysis/global_order.h"
+#include "analysis/setup_check.h"
+#include "analysis/tolerant_compare.h"
 #include "report/diff_report.h"
 #include "report/global_report.h"
 

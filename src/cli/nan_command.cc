@@ -3,7 +3,7 @@
 
 #include "cli/command.h"
 #include "cli/flags.h"
-#include "diff/nan_origin.h"
+#include "analysis/nan_origin.h"
 #include "report/nan_report.h"
 
 namespace upguard {

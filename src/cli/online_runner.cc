@@ -8,7 +8,7 @@
 #include "cli/command.h"
 #include "cli/explain_runner.h"
 #include "diff/diff.h"
-#include "diff/setup_check.h"
+#include "analysis/setup_check.h"
 #include "recorder/capture_selector.h"
 #include "report/format_util.h"
 

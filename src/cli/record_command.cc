@@ -10,7 +10,7 @@
 #include "cli/flags.h"
 #include "cli/online_runner.h"
 #include "cli/record_runner.h"
-#include "diff/run_loader.h"
+#include "run/run_loader.h"
 #include "recorder/capture_selector.h"
 #include "upguard/recorder.h"
 

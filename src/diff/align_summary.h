@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "diff/align_ops.h"
+#include "align/align_ops.h"
 #include "diff/diff.h"
 
 namespace upguard {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "diff/diff.h"
-#include "diff/run_loader.h"
+#include "run/run_loader.h"
 
 namespace upguard {
 

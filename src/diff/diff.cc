@@ -6,7 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "diff/align_ops.h"
+#include "align/align_ops.h"
 #include "diff/align_summary.h"
 #include "diff/allowed_divergence.h"
 #include "diff/compare.h"

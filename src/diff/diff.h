@@ -41,8 +41,8 @@
 #include <string>
 #include <vector>
 
-#include "diff/align.h"
-#include "diff/run_loader.h"
+#include "align/align.h"
+#include "run/run_loader.h"
 #include "diff/tolerance_judge.h"
 #include "upguard/status.h"
 

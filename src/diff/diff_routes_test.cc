@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "diff/diff.h"
-#include "diff/load_routes_test_util.h"
+#include "run/load_routes_test_util.h"
 #include "report/diff_report.h"
 #include "tools/synthetic_trace.h"
 #include "trace/text_format.h"

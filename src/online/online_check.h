@@ -22,7 +22,7 @@
 #include <optional>
 #include <string>
 
-#include "diff/run_loader.h"
+#include "run/run_loader.h"
 #include "recorder/op_observer.h"
 #include "upguard/status.h"
 

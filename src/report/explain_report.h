@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "diff/explain.h"
+#include "analysis/explain.h"
 
 namespace upguard {
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "diff/diff.h"
-#include "diff/global_order.h"
+#include "analysis/global_order.h"
 
 namespace upguard {
 

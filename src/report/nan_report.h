@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "diff/nan_origin.h"
-#include "diff/run_loader.h"
+#include "analysis/nan_origin.h"
+#include "run/run_loader.h"
 
 namespace upguard {
 

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "diff/run_loader.h"
+#include "run/run_loader.h"
 
 namespace upguard {
 

@@ -2,13 +2,13 @@
 // nested inside the op the user called, already in an input, a deliberate -inf fill, NaN made
 // from infinities, contained in a top-level op, unknown inputs, several ranks, a damaged trace,
 // a run recorded without statistics.
-#include "diff/nan_origin.h"
+#include "analysis/nan_origin.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
-#include "diff/load_routes_test_util.h"
+#include "run/load_routes_test_util.h"
 #include "trace/text_format.h"
 #include "trace/trace_test_util.h"
 

@@ -2,11 +2,11 @@
 // memory (decode_all), the mapped index read to the end at load, and the index read step by step
 // as the diff reads it (index_on_demand). On clean traces, at every cut and every flipped byte of
 // one, and for an op payload that is malformed behind a valid CRC (found only when decoded).
-#include "diff/run_loader.h"
+#include "run/run_loader.h"
 
 #include <gtest/gtest.h>
 
-#include "diff/load_routes_test_util.h"
+#include "run/load_routes_test_util.h"
 #include "trace/crc32c.h"
 #include "trace/record_codec.h"
 #include "trace/trace_test_util.h"

@@ -1,7 +1,7 @@
 // The ways a trace can be loaded, for tests that check every route gives the same answer.
 #pragma once
 
-#include "diff/run_loader.h"
+#include "run/run_loader.h"
 
 namespace upguard::testing {
 

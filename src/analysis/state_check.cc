@@ -1,4 +1,4 @@
-#include "diff/state_check.h"
+#include "analysis/state_check.h"
 
 #include <string>
 

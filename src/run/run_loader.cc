@@ -1,9 +1,9 @@
-#include "diff/run_loader.h"
+#include "run/run_loader.h"
 
 #include <algorithm>
 
 #include "base/file.h"
-#include "diff/run_meta.h"
+#include "run/run_meta.h"
 
 namespace upguard {
 namespace {

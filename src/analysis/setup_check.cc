@@ -1,9 +1,9 @@
-#include "diff/setup_check.h"
+#include "analysis/setup_check.h"
 
 #include <set>
 #include <string_view>
 
-#include "diff/state_check.h"
+#include "analysis/state_check.h"
 
 namespace upguard {
 namespace {
@@ -30,7 +30,7 @@ bool CoveredByBackendFlags(std::string_view key) {
 void CompareKey(const nlohmann::json& a, const nlohmann::json& b, const std::string& key,
                 std::vector<EnvironmentDifference>* out) {
   std::string va = ValueText(a, key), vb = ValueText(b, key);
-  if (va != vb) out->push_back(EnvironmentDifference{key, std::move(va), std::move(vb)});
+  if (va != vb) out->push_back(EnvironmentDifference{key, std::move(va), std::move(vb), ""});
 }
 
 const nlohmann::json& Member(const nlohmann::json& object, const char* key) {

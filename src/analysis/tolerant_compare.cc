@@ -1,4 +1,4 @@
-#include "diff/tolerant_compare.h"
+#include "analysis/tolerant_compare.h"
 
 #include <algorithm>
 #include <cmath>

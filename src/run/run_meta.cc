@@ -1,4 +1,4 @@
-#include "diff/run_meta.h"
+#include "run/run_meta.h"
 
 #include <cstddef>
 #include <limits>

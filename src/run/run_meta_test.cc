@@ -1,14 +1,14 @@
 // Run metadata is read through checked helpers: a wrongly typed field is a Status naming the
 // file, the field, the expected type and what was found, never an exception; and a trace's rank
 // is one checked identity (its file name's, agreeing with its metadata, below the world size).
-#include "diff/run_meta.h"
+#include "run/run_meta.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
 #include "base/file.h"
-#include "diff/run_loader.h"
+#include "run/run_loader.h"
 #include "trace/text_format.h"
 #include "trace/trace_test_util.h"
 

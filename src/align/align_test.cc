@@ -1,6 +1,6 @@
 // AlignKeys: exact matches for insertions, removals, replaced blocks, repeated keys and the cap;
 // and, on random streams, a longest common subsequence (checked against dynamic programming).
-#include "diff/align.h"
+#include "align/align.h"
 
 #include <gtest/gtest.h>
 

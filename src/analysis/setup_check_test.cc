@@ -1,4 +1,4 @@
-#include "diff/setup_check.h"
+#include "analysis/setup_check.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The diff's tolerance on statistics: ULP distances per dtype, the bounds on min, max, mean and
 // L2, the judge's answers per slot, and the policy the command-line options make.
-#include "diff/tolerant_compare.h"
+#include "analysis/tolerant_compare.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "diff/align.h"
+#include "align/align.h"
 
 #include <algorithm>
 

@@ -27,8 +27,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "diff/align.h"
-#include "diff/run_loader.h"
+#include "align/align.h"
+#include "run/run_loader.h"
 
 namespace upguard {
 

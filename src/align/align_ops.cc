@@ -1,4 +1,4 @@
-#include "diff/align_ops.h"
+#include "align/align_ops.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "diff/nan_origin.h"
+#include "analysis/nan_origin.h"
 
 #include <algorithm>
 

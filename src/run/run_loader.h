@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "diff/step_store.h"
+#include "run/step_store.h"
 #include "trace/reader.h"
 #include "trace/records.h"
 #include "upguard/status.h"

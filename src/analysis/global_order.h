@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "diff/diff.h"
-#include "diff/run_loader.h"
+#include "run/run_loader.h"
 #include "upguard/status.h"
 
 namespace upguard {

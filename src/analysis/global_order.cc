@@ -1,4 +1,4 @@
-#include "diff/global_order.h"
+#include "analysis/global_order.h"
 
 #include <algorithm>
 #include <map>

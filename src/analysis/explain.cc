@@ -1,4 +1,4 @@
-#include "diff/explain.h"
+#include "analysis/explain.h"
 
 #include <memory>
 

@@ -1,4 +1,4 @@
-#include "diff/step_store.h"
+#include "run/step_store.h"
 
 #include <algorithm>
 
