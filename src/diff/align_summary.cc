@@ -32,10 +32,11 @@ StructuralDivergence Describe(const StepOps& sa, const StepOps& sb, const OpBloc
 
 }  // namespace
 
-bool StructureBuilder::AddStep(const RankTrace& ta, const StepOps& sa, const RankTrace& tb,
-                               const StepOps& sb, const StepAlignment& alignment,
-                               const std::vector<bool>& inside_clean,
+bool StructureBuilder::AddStep(const StepPair& pair, const std::vector<bool>& inside_clean,
                                const std::vector<bool>& skipped) {
+  const StepOps& sa = pair.a().step;
+  const StepOps& sb = pair.b().step;
+  const StepAlignment& alignment = pair.alignment();
   bool keeps_pointers = false;
   for (size_t block_idx = 0; block_idx < alignment.blocks().size(); ++block_idx) {
     if (block_idx < skipped.size() && skipped[block_idx]) continue;
@@ -61,14 +62,16 @@ bool StructureBuilder::AddStep(const RankTrace& ta, const StepOps& sa, const Ran
     ranges_.push_back(Range{sa.step,
                             {block.index_a, block.index_b},
                             {block.index_a + block.count_a, block.index_b + block.count_b}});
-    Group(0, ta, sa, alignment, block.index_a, block.count_a);
-    Group(1, tb, sb, alignment, block.index_b, block.count_b);
+    Group(0, pair, block.index_a, block.count_a);
+    Group(1, pair, block.index_b, block.count_b);
   }
   return keeps_pointers;
 }
 
-void StructureBuilder::Group(int side, const RankTrace& trace, const StepOps& step,
-                             const StepAlignment& alignment, size_t begin, size_t count) {
+void StructureBuilder::Group(int side, const StepPair& pair, size_t begin, size_t count) {
+  const RankTrace& trace = pair.side(side).trace;
+  const StepOps& step = pair.side(side).step;
+  const StepAlignment& alignment = pair.alignment();
   std::unordered_map<size_t, size_t> group_of_root;  // op index -> group (kNoGroup: unlisted)
   for (size_t op_idx = begin; op_idx < begin + count; ++op_idx) {
     // The outermost op without counterpart around this one: its group.

@@ -4,7 +4,7 @@
 //
 //   StructureBuilder builder;
 //   for each step aligned:
-//     if (builder.AddStep(ta, sa, tb, sb, alignment, inside_clean)) hold sa and sb;
+//     if (builder.AddStep(pair, inside_clean)) hold both steps;   // pair: a StepPair
 //   builder.Unpaired(1, step, index);                  // op `index` of B: in a block?
 //   std::optional<StructuralSummary> summary = builder.Finish();
 //
@@ -19,6 +19,7 @@
 
 #include "align/align_ops.h"
 #include "diff/diff.h"
+#include "diff/step_pair.h"
 
 namespace upguard {
 
@@ -28,8 +29,7 @@ class StructureBuilder {
   // nested inside clean paired top-level ops; skipped[k]: block k is left out, as a block of
   // input-pipeline ops is). Returns true when the summary keeps pointers
   // into sa's and sb's ops: the caller must keep those steps alive.
-  bool AddStep(const RankTrace& ta, const StepOps& sa, const RankTrace& tb, const StepOps& sb,
-               const StepAlignment& alignment, const std::vector<bool>& inside_clean,
+  bool AddStep(const StepPair& pair, const std::vector<bool>& inside_clean,
                const std::vector<bool>& skipped = {});
   // Whether op `index` of step `step` of run `side` (0: A, 1: B) is in a block added so far.
   bool Unpaired(int side, uint32_t step, size_t index) const;
@@ -45,9 +45,8 @@ class StructureBuilder {
     size_t end[2];
   };
 
-  // Adds the ops of one side of a block to their groups.
-  void Group(int side, const RankTrace& trace, const StepOps& ops, const StepAlignment& alignment,
-             size_t begin, size_t count);
+  // Adds the ops of one side (0: A, 1: B) of a block to their groups.
+  void Group(int side, const StepPair& pair, size_t begin, size_t count);
   // The group of an outermost op without counterpart (`enclosing`: the op around it, or null);
   // kNoGroup once kMaxGroups groups exist and it is in none of them.
   size_t GroupOf(const RankTrace& trace, const OpRecord& root, const OpRecord* enclosing);
