@@ -12,6 +12,7 @@
 #include "collective_state.h"
 #include "digest_cache.h"
 #include "ivalue_args.h"
+#include "session.h"
 
 namespace upguard::torch_adapter {
 
@@ -24,8 +25,9 @@ struct CollectiveCall {
   std::vector<const c10::StorageImpl*> storages;  // the written tensors' storages
   GroupInfo group;
   uint64_t seq = 0;
+  CollectiveTable* table = nullptr;  // the recording that launched it
 
-  // Guarded by g_mu.
+  // Guarded by the table's mutex.
   CallState state = CallState::kLaunched;  // collective_state.h
   // Besides the state: a backend scope took it (so no other scope does), in whatever state.
   bool matched = false;
@@ -45,12 +47,9 @@ struct CollectiveCall {
 
 namespace {
 
-std::mutex g_mu;
+// The module's way to name process groups (SetGroupResolver): the process's, not a recording's.
+std::mutex g_resolver_mu;
 GroupResolver g_resolver;
-std::unordered_map<const void*, GroupInfo> g_groups;
-std::unordered_map<const void*, uint64_t> g_counters;  // per group: calls so far
-std::deque<std::shared_ptr<CollectiveCall>> g_open;    // launched, not kFinished
-std::atomic<size_t> g_in_flight{0};                    // how many calls' work runs (WorkRunning)
 
 struct ScopeContext : at::ObserverContext {
   std::shared_ptr<CollectiveCall> call;  // null when no call matched
@@ -79,45 +78,10 @@ const void* GroupKey(const c10::IValue& value) {
   return object.getSlot(0).toCapsule().get();
 }
 
-GroupInfo FindGroup(const void* key) {
-  if (key == nullptr) return {};
-  GroupResolver resolver;
-  {
-    std::lock_guard<std::mutex> lock(g_mu);
-    auto it = g_groups.find(key);
-    if (it != g_groups.end()) return it->second;
-    resolver = g_resolver;
-  }
-  // A group not seen yet (created after the last lookup): ask torch.distributed, with no lock
-  // held, since the resolver takes the GIL.
-  std::vector<std::pair<const void*, GroupInfo>> groups;
-  if (resolver) groups = resolver();
-  std::lock_guard<std::mutex> lock(g_mu);
-  for (auto& [group_key, info] : groups) g_groups[group_key] = std::move(info);
-  return g_groups[key];  // an unknown group stays unnamed
-}
-
 // Where a tensor's values start, to match a scope's tensors to a call's; null for one without
 // strided storage (sparse), whose data_ptr() would throw.
 const void* DataOf(const at::Tensor& t) {
   return t.has_storage() && t.layout() == c10::kStrided ? t.data_ptr() : nullptr;
-}
-
-// Moves `call` on `event` (collective_state.h) and returns the state it left; an event the
-// table ignores leaves it as it is. A call whose work stops running leaves the in-flight count.
-CallState AdvanceLocked(CollectiveCall& call, CallEvent event) {
-  const CallState from = call.state;
-  call.state = NextCallState(from, event);
-  if (WorkRunning(from) && !WorkRunning(call.state)) g_in_flight.fetch_sub(1);
-  return from;
-}
-
-void DropFinishedLocked() {
-  g_open.erase(std::remove_if(g_open.begin(), g_open.end(),
-                              [](const std::shared_ptr<CollectiveCall>& call) {
-                                return call->state == CallState::kFinished;
-                              }),
-               g_open.end());
 }
 
 // Writes the call's Collective record, if the op was recorded by a recorder still on. The
@@ -161,13 +125,64 @@ bool Failed(const c10::intrusive_ptr<c10::ivalue::Future>& future) {
   return future.defined() && (!future->completed() || future->hasError());
 }
 
-// The collective completed: its tensors are digested now, while they hold what it delivered,
-// and its record is written once the op has returned. The first of the scope's end and a reader
-// that finds the work done does it.
-void Complete(const std::shared_ptr<CollectiveCall>& call, Recorder* current) {
+// "gloo:all_reduce" and "c10d::allreduce_" both become "allreduce".
+std::string Normalized(std::string_view name) {
+  const size_t colon = name.rfind(':');
+  if (colon != std::string_view::npos) name.remove_prefix(colon + 1);
+  std::string out;
+  for (char c : name) {
+    if (c != '_') out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+void SetGroupResolver(GroupResolver resolver) {
+  std::lock_guard<std::mutex> lock(g_resolver_mu);
+  g_resolver = std::move(resolver);
+}
+
+GroupInfo CollectiveTable::FindGroup(const void* key) {
+  if (key == nullptr) return {};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = groups_.find(key);
+    if (it != groups_.end()) return it->second;
+  }
+  GroupResolver resolver;
+  {
+    std::lock_guard<std::mutex> lock(g_resolver_mu);
+    resolver = g_resolver;
+  }
+  // A group not seen yet (created after the last lookup): ask torch.distributed, with no lock
+  // held, since the resolver takes the GIL.
+  std::vector<std::pair<const void*, GroupInfo>> groups;
+  if (resolver) groups = resolver();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [group_key, info] : groups) groups_[group_key] = std::move(info);
+  return groups_[key];  // an unknown group stays unnamed
+}
+
+CallState CollectiveTable::AdvanceLocked(CollectiveCall& call, CallEvent event) {
+  const CallState from = call.state;
+  call.state = NextCallState(from, event);
+  if (WorkRunning(from) && !WorkRunning(call.state)) in_flight_.fetch_sub(1);
+  return from;
+}
+
+void CollectiveTable::DropFinishedLocked() {
+  open_.erase(std::remove_if(open_.begin(), open_.end(),
+                             [](const std::shared_ptr<CollectiveCall>& call) {
+                               return call->state == CallState::kFinished;
+                             }),
+              open_.end());
+}
+
+void CollectiveTable::Complete(const std::shared_ptr<CollectiveCall>& call, Recorder* current) {
   bool wanted = false;
   {
-    std::lock_guard<std::mutex> lock(g_mu);
+    std::lock_guard<std::mutex> lock(mu_);
     if (!WorkRunning(call->state)) return;  // completed already
     const CallState from = AdvanceLocked(*call, CallEvent::kWorkCompleted);
     call->failed = Failed(call->future);
@@ -181,12 +196,12 @@ void Complete(const std::shared_ptr<CollectiveCall>& call, Recorder* current) {
     outputs = current->DigestArgs(batch.args);
     RememberDigests(batch, outputs);
   }
-  std::lock_guard<std::mutex> lock(g_mu);
+  std::lock_guard<std::mutex> lock(mu_);
   const CallState from = AdvanceLocked(*call, CallEvent::kDigested);
   if (call->state != from) {  // else written already (the step ended) or forgotten
     call->outputs = std::move(outputs);
-    // kCompleted: the op has not returned yet; CollectiveReturned writes it, as completed
-    // before the return (ops_at_completion 0).
+    // kCompleted: the op has not returned yet; Returned writes it, as completed before the
+    // return (ops_at_completion 0).
     if (from == CallState::kCompletingAfterReturn) {
       call->ops_at_completion = call->recorder->ops_in_step();
     }
@@ -195,29 +210,21 @@ void Complete(const std::shared_ptr<CollectiveCall>& call, Recorder* current) {
   DropFinishedLocked();
 }
 
-}  // namespace
-
-void SetGroupResolver(GroupResolver resolver) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  g_resolver = std::move(resolver);
-}
-
-void ResetCollectives() {
-  std::lock_guard<std::mutex> lock(g_mu);
-  g_groups.clear();
-  g_counters.clear();
-  for (const std::shared_ptr<CollectiveCall>& call : g_open) {
+void CollectiveTable::Reset() {
+  std::lock_guard<std::mutex> lock(mu_);
+  groups_.clear();
+  counters_.clear();
+  for (const std::shared_ptr<CollectiveCall>& call : open_) {
     AdvanceLocked(*call, CallEvent::kReset);
   }
-  g_open.clear();
+  open_.clear();
 }
 
-namespace {
-
-std::shared_ptr<CollectiveCall> LaunchCollective(const OpInfo& info,
-                                                 c10::ArrayRef<const c10::IValue> inputs) {
+std::shared_ptr<CollectiveCall> CollectiveTable::Launch(const OpInfo& info,
+                                                        c10::ArrayRef<const c10::IValue> inputs) {
   auto call = std::make_shared<CollectiveCall>();
   call->op = info.name;
+  call->table = this;
   const void* key = nullptr;
   if (info.collective_group_arg >= 0 &&
       static_cast<size_t>(info.collective_group_arg) < inputs.size()) {
@@ -235,15 +242,16 @@ std::shared_ptr<CollectiveCall> LaunchCollective(const OpInfo& info,
       if (t.has_storage()) call->storages.push_back(t.storage().unsafeGetStorageImpl());
     });
   }
-  std::lock_guard<std::mutex> lock(g_mu);
-  call->seq = g_counters[key]++;
-  g_open.push_back(call);
-  g_in_flight.fetch_add(1);
+  std::lock_guard<std::mutex> lock(mu_);
+  call->seq = counters_[key]++;
+  open_.push_back(call);
+  in_flight_.fetch_add(1);
   return call;
 }
 
-void CollectiveReturned(const std::shared_ptr<CollectiveCall>& call, Recorder* recorder,
-                        const RecordedOp& recorded, const std::vector<c10::IValue>& outputs) {
+void CollectiveTable::Returned(const std::shared_ptr<CollectiveCall>& call, Recorder* recorder,
+                               const RecordedOp& recorded,
+                               const std::vector<c10::IValue>& outputs) {
   c10::intrusive_ptr<c10::ivalue::Future> future;
   for (const c10::IValue& value : outputs) {
     if (!value.isObject()) continue;
@@ -257,7 +265,7 @@ void CollectiveReturned(const std::shared_ptr<CollectiveCall>& call, Recorder* r
   }
   // Digests taken before the work wrote its tensors are stale from now on.
   ForEachTensor(call->written, [](const at::Tensor& t) { Digests().Invalidate(t); });
-  std::lock_guard<std::mutex> lock(g_mu);
+  std::lock_guard<std::mutex> lock(mu_);
   call->future = std::move(future);
   call->recorder = recorder;
   call->recorded = recorded;
@@ -282,36 +290,23 @@ void CollectiveReturned(const std::shared_ptr<CollectiveCall>& call, Recorder* r
   DropFinishedLocked();
 }
 
-}  // namespace
-
-void CollectiveOpEntered(const OpInfo& info, c10::ArrayRef<const c10::IValue> inputs,
-                         uint32_t depth) {
+void CollectiveTable::OpEntered(const OpInfo& info, c10::ArrayRef<const c10::IValue> inputs,
+                                uint32_t depth) {
   ThreadCollectives& mine = ThisThread();
-  mine.launching = LaunchCollective(info, inputs);
+  mine.launching = Launch(info, inputs);
   mine.launching_depth = depth;
 }
 
-void CollectiveOpExited(uint32_t depth, Recorder* recorder, const RecordedOp& recorded,
-                        const std::vector<c10::IValue>& outputs) {
+void CollectiveTable::OpExited(uint32_t depth, Recorder* recorder, const RecordedOp& recorded,
+                               const std::vector<c10::IValue>& outputs) {
   ThreadCollectives& mine = ThisThread();
   if (mine.launching == nullptr || mine.launching_depth != depth) return;
   std::shared_ptr<CollectiveCall> call = std::move(mine.launching);
   mine.launching = nullptr;
-  CollectiveReturned(call, recorder, recorded, outputs);
+  call->table->Returned(call, recorder, recorded, outputs);
 }
 
 bool OnCollectiveWorker() { return ThisThread().worker_scopes > 0; }
-
-// "gloo:all_reduce" and "c10d::allreduce_" both become "allreduce".
-std::string Normalized(std::string_view name) {
-  const size_t colon = name.rfind(':');
-  if (colon != std::string_view::npos) name.remove_prefix(colon + 1);
-  std::string out;
-  for (char c : name) {
-    if (c != '_') out += c;
-  }
-  return out;
-}
 
 bool IsCollectiveScope(std::string_view name) {
   for (std::string_view backend : {"gloo:", "nccl:", "mpi:", "ucc:"}) {
@@ -320,14 +315,16 @@ bool IsCollectiveScope(std::string_view name) {
   return false;
 }
 
-std::unique_ptr<at::ObserverContext> CollectiveScopeEntered(const at::RecordFunction& fn,
-                                                            bool outside_ops) {
+std::unique_ptr<at::ObserverContext> CollectiveTable::ScopeEntered(CollectiveTable* table,
+                                                                   const at::RecordFunction& fn,
+                                                                   bool outside_ops) {
   auto ctx = std::make_unique<ScopeContext>();
   if (outside_ops) {
     ctx->worker = true;
     ctx->thread = std::this_thread::get_id();
     ++ThisThread().worker_scopes;
   }
+  if (table == nullptr) return ctx;
   const void* first = nullptr;
   for (const c10::IValue& value : fn.inputs()) {
     ForEachTensor(value, [&](const at::Tensor& t) {
@@ -336,8 +333,8 @@ std::unique_ptr<at::ObserverContext> CollectiveScopeEntered(const at::RecordFunc
     if (first != nullptr) break;
   }
   const std::string kind = Normalized(fn.name());
-  std::lock_guard<std::mutex> lock(g_mu);
-  for (const std::shared_ptr<CollectiveCall>& call : g_open) {
+  std::lock_guard<std::mutex> lock(table->mu_);
+  for (const std::shared_ptr<CollectiveCall>& call : table->open_) {
     if (call->matched || Normalized(call->op) != kind) continue;
     // The scope names the work's inputs (none for a barrier, or a scatter off its root).
     const bool match = first == nullptr ||
@@ -350,7 +347,7 @@ std::unique_ptr<at::ObserverContext> CollectiveScopeEntered(const at::RecordFunc
   return ctx;
 }
 
-void CollectiveScopeLeft(at::ObserverContext* ctx_base) {
+void CollectiveTable::ScopeLeft(at::ObserverContext* ctx_base) {
   if (ctx_base == nullptr) return;
   auto* ctx = static_cast<ScopeContext*>(ctx_base);
   if (ctx->worker && ctx->thread == std::this_thread::get_id() && ThisThread().worker_scopes > 0) {
@@ -359,20 +356,20 @@ void CollectiveScopeLeft(at::ObserverContext* ctx_base) {
   }
 }
 
-void CollectiveScopeEnded(at::ObserverContext* ctx_base, Recorder* current) {
+void CollectiveTable::ScopeEnded(at::ObserverContext* ctx_base, Recorder* current) {
   if (ctx_base == nullptr) return;
-  CollectiveScopeLeft(ctx_base);
+  ScopeLeft(ctx_base);
   auto* ctx = static_cast<ScopeContext*>(ctx_base);
-  if (ctx->call != nullptr) Complete(ctx->call, current);
+  if (ctx->call != nullptr) ctx->call->table->Complete(ctx->call, current);
 }
 
-bool InFlight(const at::Tensor& tensor) {
-  if (g_in_flight.load(std::memory_order_relaxed) == 0 || !tensor.has_storage()) return false;
+bool CollectiveTable::InFlight(const at::Tensor& tensor) {
+  if (in_flight_.load(std::memory_order_relaxed) == 0 || !tensor.has_storage()) return false;
   const c10::StorageImpl* storage = tensor.storage().unsafeGetStorageImpl();
   std::vector<std::shared_ptr<CollectiveCall>> writing;
   {
-    std::lock_guard<std::mutex> lock(g_mu);
-    for (const std::shared_ptr<CollectiveCall>& call : g_open) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const std::shared_ptr<CollectiveCall>& call : open_) {
       if (WorkRunning(call->state) && std::find(call->storages.begin(), call->storages.end(),
                                                 storage) != call->storages.end()) {
         writing.push_back(call);
@@ -384,7 +381,7 @@ bool InFlight(const at::Tensor& tensor) {
     Recorder* recorder = nullptr;
     c10::intrusive_ptr<c10::ivalue::Future> future;
     {
-      std::lock_guard<std::mutex> lock(g_mu);
+      std::lock_guard<std::mutex> lock(mu_);
       recorder = call->recorder;  // set at the return
       future = call->future;
     }
@@ -397,18 +394,23 @@ bool InFlight(const at::Tensor& tensor) {
   return in_flight;
 }
 
-void FlushCollectives(Recorder* recorder) {
+bool InFlight(const at::Tensor& tensor) {
+  Session* session = Session::Active();
+  return session != nullptr && session->collectives().InFlight(tensor);
+}
+
+void CollectiveTable::Flush(Recorder* recorder) {
   std::vector<std::shared_ptr<CollectiveCall>> finished;
   {
-    std::lock_guard<std::mutex> lock(g_mu);
-    for (const std::shared_ptr<CollectiveCall>& call : g_open) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const std::shared_ptr<CollectiveCall>& call : open_) {
       // Returned, recorded and not written yet: written as not completed.
       if (call->recorder == recorder && Accepts(call->state, CallEvent::kWrittenIncomplete)) {
         WriteLocked(*call, false);
         AdvanceLocked(*call, CallEvent::kWrittenIncomplete);
       }
       // No scope will end for it and nothing says it is still running (no future, or a done
-      // one): it stops counting as in flight, so g_open does not grow step after step.
+      // one): it stops counting as in flight, so the open calls do not grow step after step.
       if (Accepts(call->state, CallEvent::kGivenUp) && !call->matched &&
           (!call->future.defined() || call->future->completed())) {
         AdvanceLocked(*call, CallEvent::kGivenUp);

@@ -26,13 +26,18 @@
 #include <ATen/core/ivalue.h>
 #include <ATen/record_function.h>
 
+#include <atomic>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "collective_state.h"
 #include "op_info.h"
 #include "upguard/recorder.h"
 
@@ -52,39 +57,79 @@ struct GroupInfo {
 using GroupResolver = std::function<std::vector<std::pair<const void*, GroupInfo>>()>;
 void SetGroupResolver(GroupResolver resolver);
 
-// Forgets groups, counters and calls in flight (a new recording starts).
-void ResetCollectives();
-
-// At a collective op's entry (`info.collective`), for every call while recording is on,
-// recorded or not (the per-group numbers must count every call, and a completion must
-// invalidate cached digests). The call is this thread's until the op at `depth` exits.
-void CollectiveOpEntered(const OpInfo& info, c10::ArrayRef<const c10::IValue> inputs,
-                         uint32_t depth);
-// At every op's exit: when it is the collective entered at `depth`, `recorded` is what
-// Record() returned for it (written = false: not recorded) and `outputs` its results (the
-// Work, whose future tells a reader the work is done).
-void CollectiveOpExited(uint32_t depth, Recorder* recorder, const RecordedOp& recorded,
-                        const std::vector<c10::IValue>& outputs);
-
 bool IsCollectiveScope(std::string_view name);
-// A backend's collective scope opened / ended, on whatever thread the backend uses. One opened
-// outside any op (`outside_ops`) runs on the backend's worker: until it ends there, that
-// thread is OnCollectiveWorker(). The context goes back to CollectiveScopeEnded.
-std::unique_ptr<at::ObserverContext> CollectiveScopeEntered(const at::RecordFunction& fn,
-                                                            bool outside_ops);
-// `current` (the recorder on now, or null) digests the written tensors.
-void CollectiveScopeEnded(at::ObserverContext* ctx, Recorder* current);
-// Only the worker bookkeeping of CollectiveScopeEnded, for a thread that cannot record now.
-void CollectiveScopeLeft(at::ObserverContext* ctx);
 // This thread runs a collective's own implementation now: its ops are not recorded.
 bool OnCollectiveWorker();
 
-// Whether a collective that has not completed is writing into this tensor's storage. A work
-// whose future is done completes here (the program waited for it before reading).
+// Whether a collective of the recording on now (Session::Active) is writing into this
+// tensor's storage; false when none is on. A work whose future is done completes here (the
+// program waited for it before reading).
 bool InFlight(const at::Tensor& tensor);
 
-// Before the step ends: recorded collectives of the step that have not completed are written
-// as not completed (a Collective record precedes its step's StepEnd).
-void FlushCollectives(Recorder* recorder);
+// The collective calls of one recording: a Session owns one (session.h). It holds the groups
+// seen, each group's count of calls, and the calls launched and not finished. A call knows
+// its table, so what happens to it later (its op returning, its scope ending) goes to the
+// recording that launched it, even after that recording stopped.
+class CollectiveTable {
+ public:
+  CollectiveTable() = default;
+  CollectiveTable(const CollectiveTable&) = delete;
+  CollectiveTable& operator=(const CollectiveTable&) = delete;
+
+  // At a collective op's entry (`info.collective`), for every call while recording is on,
+  // recorded or not (the per-group numbers must count every call, and a completion must
+  // invalidate cached digests). The call is this thread's until the op at `depth` exits.
+  void OpEntered(const OpInfo& info, c10::ArrayRef<const c10::IValue> inputs, uint32_t depth);
+  // At every op's exit: when it is the collective entered at `depth` (by any table), `recorded`
+  // is what Record() returned for it (written = false: not recorded) and `outputs` its results
+  // (the Work, whose future tells a reader the work is done).
+  static void OpExited(uint32_t depth, Recorder* recorder, const RecordedOp& recorded,
+                       const std::vector<c10::IValue>& outputs);
+
+  // A backend's collective scope opened / ended, on whatever thread the backend uses. The scope
+  // is matched to a call of `table` (null: the worker bookkeeping only). One opened outside any
+  // op (`outside_ops`) runs on the backend's worker: until it ends there, that thread is
+  // OnCollectiveWorker(). The context goes back to ScopeEnded.
+  static std::unique_ptr<at::ObserverContext> ScopeEntered(CollectiveTable* table,
+                                                           const at::RecordFunction& fn,
+                                                           bool outside_ops);
+  // `current` (the recorder on now, or null) digests the written tensors.
+  static void ScopeEnded(at::ObserverContext* ctx, Recorder* current);
+  // Only the worker bookkeeping of ScopeEnded, for a thread that cannot record now.
+  static void ScopeLeft(at::ObserverContext* ctx);
+
+  // InFlight(tensor) for this table's calls.
+  bool InFlight(const at::Tensor& tensor);
+
+  // Before the step ends: recorded collectives of the step that have not completed are written
+  // as not completed (a Collective record precedes its step's StepEnd).
+  void Flush(Recorder* recorder);
+
+  // Forgets groups, counters and calls in flight: a newer recording starts, and calls of this
+  // one that complete later are neither written nor digested.
+  void Reset();
+
+ private:
+  GroupInfo FindGroup(const void* key);
+  std::shared_ptr<CollectiveCall> Launch(const OpInfo& info,
+                                         c10::ArrayRef<const c10::IValue> inputs);
+  void Returned(const std::shared_ptr<CollectiveCall>& call, Recorder* recorder,
+                const RecordedOp& recorded, const std::vector<c10::IValue>& outputs);
+  // The collective completed: its tensors are digested now, while they hold what it
+  // delivered, and its record is written once the op has returned. The first of the scope's
+  // end and a reader that finds the work done does it.
+  void Complete(const std::shared_ptr<CollectiveCall>& call, Recorder* current);
+  // Moves `call` on `event` (collective_state.h) and returns the state it left; an event the
+  // table ignores leaves it as it is. A call whose work stops running leaves the in-flight
+  // count.
+  CallState AdvanceLocked(CollectiveCall& call, CallEvent event);
+  void DropFinishedLocked();
+
+  std::mutex mu_;
+  std::unordered_map<const void*, GroupInfo> groups_;
+  std::unordered_map<const void*, uint64_t> counters_;  // per group: calls so far
+  std::deque<std::shared_ptr<CollectiveCall>> open_;    // launched, not kFinished
+  std::atomic<size_t> in_flight_{0};                    // how many calls' work runs (WorkRunning)
+};
 
 }  // namespace upguard::torch_adapter

@@ -176,11 +176,12 @@ auto Guarded(const at::RecordFunction& fn, ThreadState& ts, Body body) -> declty
 }
 
 void LaunchIfCollective(const at::RecordFunction& fn, ThreadState& ts, uint32_t depth) {
-  if (Session::Active() == nullptr || ts.busy || OnCollectiveWorker()) return;
+  Session* session = Session::Active();
+  if (session == nullptr || ts.busy || OnCollectiveWorker()) return;
   const OpInfo& info = LookupOpInfo(fn);
   if (!info.collective) return;
   ts.busy = true;
-  CollectiveOpEntered(info, fn.inputs(), depth);
+  session->collectives().OpEntered(info, fn.inputs(), depth);
   ts.busy = false;
 }
 
@@ -257,15 +258,19 @@ void OnOpExit(const at::RecordFunction& fn, at::ObserverContext* ctx) {
   if (ts.depth > 0) --ts.depth;
   const uint32_t depth = ts.depth;
   const RecordedOp recorded = Guarded(fn, ts, [&] { return ExitOp(fn, ctx, ts, depth); });
-  Guarded(fn, ts, [&] { CollectiveOpExited(depth, ActiveRecorder(), recorded, fn.outputs()); });
+  Guarded(fn, ts,
+          [&] { CollectiveTable::OpExited(depth, ActiveRecorder(), recorded, fn.outputs()); });
 }
 
 std::unique_ptr<at::ObserverContext> OnScopeEnter(const at::RecordFunction& fn) {
   ThreadState& ts = Tls();
   if (fn.scope() == at::RecordScope::USER_SCOPE && IsCollectiveScope(fn.name())) {
     // Opened outside any op: the backend's worker thread runs the collective (collectives.h).
-    return Guarded(fn, ts,
-                   [&] { return CollectiveScopeEntered(fn, /*outside_ops=*/ts.depth == 0); });
+    Session* latest = Session::Latest();
+    return Guarded(fn, ts, [&] {
+      return CollectiveTable::ScopeEntered(latest != nullptr ? &latest->collectives() : nullptr, fn,
+                                           /*outside_ops=*/ts.depth == 0);
+    });
   }
   Guarded(fn, ts, [&] {
     if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
@@ -282,9 +287,9 @@ std::unique_ptr<at::ObserverContext> OnScopeEnter(const at::RecordFunction& fn) 
 void OnScopeExit(const at::RecordFunction& fn, at::ObserverContext* ctx) {
   ThreadState& ts = Tls();
   if (ctx != nullptr) {  // only collective scopes have one
-    if (ts.busy) return CollectiveScopeLeft(ctx);
+    if (ts.busy) return CollectiveTable::ScopeLeft(ctx);
     ts.busy = true;
-    Guarded(fn, ts, [&] { CollectiveScopeEnded(ctx, ActiveRecorder()); });
+    Guarded(fn, ts, [&] { CollectiveTable::ScopeEnded(ctx, ActiveRecorder()); });
     ts.busy = false;
     return;
   }

@@ -17,6 +17,7 @@
 namespace upguard::torch_adapter {
 
 std::atomic<Session*> Session::active_{nullptr};
+std::atomic<Session*> Session::latest_{nullptr};
 
 namespace {
 
@@ -60,10 +61,11 @@ Status Session::Start(const AdapterOptions& options) {
   ConfigureCapture(options.capture, options.recorder.run_dir, options.recorder.rank,
                    /*hold_all=*/!options.recorder.against.empty());
   Digests().Clear();  // digests depend on the options (stats on or off)
-  ResetCollectives();
+  if (Session* previous = Latest()) previous->collectives().Reset();
   ClearTensorNames();
   g_sessions.push_back(std::unique_ptr<Session>(new Session(std::move(recorder), options)));
   Session* session = g_sessions.back().get();
+  latest_.store(session, std::memory_order_release);
   active_.store(session, std::memory_order_release);
   session->callbacks_ = InstallCallbacks();
   return Status::Ok();
@@ -81,7 +83,7 @@ Status Session::Stop(const std::string& final_engine_meta_json, bool died) {
     session->callbacks_.clear();
   }
   Session* stopped = active_.exchange(nullptr);
-  if (stopped != nullptr) FlushCollectives(stopped->recorder());
+  if (stopped != nullptr) stopped->collectives().Flush(stopped->recorder());
   ClearTensorNames();
   Recorder* latest = LatestRecorderLocked();
   if (latest == nullptr) return Status::Ok();
@@ -100,7 +102,7 @@ void Session::Disable(const char* where, const char* what) {
 void Session::CloseAndExit(const char* why, int code) {
   Session* session = active_.exchange(nullptr);
   Recorder* recorder = session != nullptr ? session->recorder() : nullptr;
-  if (recorder != nullptr) FlushCollectives(recorder);
+  if (recorder != nullptr) session->collectives().Flush(recorder);
   const Status status = recorder != nullptr ? recorder->Close() : Status::Ok();
   std::fprintf(stderr, "upguard: stopping the program here, %s%s%s\n", why,
                status.ok() ? "" : "; the trace did not close: ",

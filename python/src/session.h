@@ -9,9 +9,10 @@
 //   Session::Stop(final_engine_meta_json, died);  // adapter.h Stop()
 //
 // Lifetime (Start and Stop are serialized by one mutex; one session records at a time):
-//   Start    opens the trace, resets the per-recording tables (digest cache, collectives, tensor
-//            names, call-site and capture settings), makes a new Session the latest, publishes
-//            it as the active one and then installs the callbacks.
+//   Start    opens the trace, resets the per-recording tables (digest cache, tensor names,
+//            call-site and capture settings; the previous session's collective calls are
+//            forgotten: a session has its own CollectiveTable), makes a new Session the latest,
+//            publishes it as the active one and then installs the callbacks.
 //   Disable  the first failure inside a callback unpublishes it: recording is off and the
 //            training continues. It is still the latest session; Stop closes its trace.
 //   fork     a forked child (a DataLoader worker) inherits the parent's sessions but must never
@@ -40,6 +41,7 @@
 #include <vector>
 
 #include "adapter.h"
+#include "collectives.h"
 #include "origins.h"
 #include "upguard/recorder.h"
 #include "upguard/status.h"
@@ -55,6 +57,9 @@ class Session {
   // The session recording now; null when none is (never started, turned off, stopped, or this
   // is a forked child). One atomic load: for every callback.
   static Session* Active() { return active_.load(std::memory_order_acquire); }
+  // The session started last, recording or not; null before the first Start. A collective's
+  // backend scope is matched to the calls of this session's table.
+  static Session* Latest() { return latest_.load(std::memory_order_acquire); }
 
   // Turns recording off after a failure in `where` (an op, a scope, the step's end); says so
   // once, on stderr. The training continues.
@@ -98,6 +103,8 @@ class Session {
   }
   // Which forward op created each autograd node of this step (origins.h).
   OriginTable& origins() { return origins_; }
+  // The collective calls this recording launched (collectives.h).
+  CollectiveTable& collectives() { return collectives_; }
   void ForgetStep();
 
  private:
@@ -106,6 +113,7 @@ class Session {
   static void ForgetAllInChild();
 
   static std::atomic<Session*> active_;
+  static std::atomic<Session*> latest_;
 
   std::unique_ptr<Recorder> recorder_;         // null in a forked child (forgotten, never closed)
   std::vector<at::CallbackHandle> callbacks_;  // installed by Start, removed by Stop
@@ -116,6 +124,7 @@ class Session {
   std::atomic<bool> forward_seen_{false};
   std::atomic<bool> backward_seen_{false};
   OriginTable origins_;
+  CollectiveTable collectives_;
 };
 
 }  // namespace upguard::torch_adapter

@@ -58,7 +58,7 @@ void RecordModelStateAtStepEnd(Session& session) {
 
 void EndStep(Session& session) {
   Recorder* recorder = session.recorder();
-  FlushCollectives(recorder);
+  session.collectives().Flush(recorder);
   RecordModelStateAtStepEnd(session);
   recorder->MarkStep();
   session.ForgetStep();
