@@ -1,7 +1,7 @@
 // A small command-line parser for the subcommands: `--name value`, `--name=value`, boolean
 // `--name`, short aliases, positionals, and everything after `--` kept verbatim.
 //
-//   Flags flags("diff", {{"json", 0, false}, {"tolerance", 0, true}, {"jobs", 'j', true}});
+//   Flags flags("diff", {{"json", 0, false}, {"tolerance", 0, true}, {"jobs", 0, true}});
 //   RETURN_IF_ERROR(flags.Parse(argc, argv, 2));         // argv[1] is the subcommand
 //   bool json = flags.Has("json");
 //   std::string tolerance = flags.Get("tolerance");      // "" when absent
