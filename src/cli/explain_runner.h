@@ -1,5 +1,5 @@
 // `diff --explain`: re-runs each side's recorded command with a capture at the first divergent
-// op, then compares the captured tensors element by element (diff/explain.h).
+// op, then compares the captured tensors element by element (analysis/explain.h).
 //
 // What a re-run needs is in the run metadata: argv, working directory, the numerics-relevant
 // environment and the recording options (max depth and op filters decide which ops get an

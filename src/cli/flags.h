@@ -1,9 +1,12 @@
 // A small command-line parser for the subcommands: `--name value`, `--name=value`, boolean
 // `--name`, short aliases, positionals, and everything after `--` kept verbatim.
 //
-//   Flags flags({{"out", 'o', true}, {"json", 0, false}});
-//   RETURN_IF_ERROR(flags.Parse(argc, argv));
-//   std::string out = flags.Get("out");   bool json = flags.Has("json");
+//   Flags flags("diff", {{"json", 0, false}, {"tolerance", 0, true}, {"jobs", 0, true}});
+//   RETURN_IF_ERROR(flags.Parse(argc, argv, 2));         // argv[1] is the subcommand
+//   bool json = flags.Has("json");
+//   std::string tolerance = flags.Get("tolerance");      // "" when absent
+//   ASSIGN_OR_RETURN(const int64_t jobs, flags.GetInt("jobs", 0));
+//   const std::vector<std::string>& runs = flags.positionals();  // RUN_A RUN_B
 #pragma once
 
 #include <map>

@@ -49,7 +49,7 @@
 namespace upguard {
 
 // The pseudo-op that ends each recorded step with the model's parameters, buffers and
-// optimizer state (state_check.h). A run recorded by an upguard from before it has none: a
+// optimizer state (analysis/state_check.h). A run recorded by an upguard from before it has none: a
 // block of ops without counterpart that holds only these is not a difference.
 inline constexpr std::string_view kStateOp = "upguard::state";
 
@@ -59,7 +59,7 @@ enum class Verdict : uint8_t {
   kCulprit = 1,
   kPropagated = 2,
   kStructural = 3,
-  kRng = 4,   // the first divergence is in the random state (setup_check.h)
+  kRng = 4,   // the first divergence is in the random state (analysis/setup_check.h)
   kData = 5,  // the first divergence is in the batch entering the model
   // An op's non-tensor argument differs while every tensor it read and wrote is equal (a
   // momentum that only shows in later steps): the first difference, when nothing diverged
@@ -69,7 +69,7 @@ enum class Verdict : uint8_t {
   // cannot attribute them to an op. Never reported as identical (RankDiff::unattributed).
   kUnattributed = 7,
   // The first difference is a tensor of the model (parameter, buffer, optimizer state) at a
-  // step's end that no recorded op's output showed (state_check.h).
+  // step's end that no recorded op's output showed (analysis/state_check.h).
   kState = 8,
 };
 std::string_view VerdictName(Verdict verdict);  // "identical", "culprit", ...
@@ -240,7 +240,7 @@ struct DiffResult {
   std::vector<RankDiff> ranks;
   std::vector<std::string> notes;
   // Numerics-relevant environment that differs ("OMP_NUM_THREADS 1 vs 2"), named beside the
-  // verdict. Set by ApplySetupChecks (setup_check.h).
+  // verdict. Set by ApplySetupChecks (analysis/setup_check.h).
   std::vector<std::string> environment;
   std::string tolerance;  // ToleranceJudge::Summary() when a tolerance was given
 };

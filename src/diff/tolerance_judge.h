@@ -1,6 +1,6 @@
 // How the diff walk decides that a tensor whose digests differ in the two runs still counts as
 // the same, and which ops may differ at all (DiffOptions::tolerance, docs/cli.md "Tolerances").
-// The diff knows only this interface: diff/tolerant_compare.h implements it from a tolerance
+// The diff knows only this interface: analysis/tolerant_compare.h implements it from a tolerance
 // policy (capture/tolerance.h), a library upguard_diff cannot depend on.
 //
 //   DiffOptions options;

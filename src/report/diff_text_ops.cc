@@ -258,8 +258,8 @@ void Numeric(const Ctx& ctx, const NumericDivergence& numeric) {
   ctx.out << "      " << ctx.b.dir << ": " << ProducerText(numeric.producer_b, ctx.tb) << "\n";
 }
 
-// Verdict state: the model's tensors that differ as the step ends (state_check.h), and where
-// each run's bytes of the first of them came from.
+// Verdict state: the model's tensors that differ as the step ends (analysis/state_check.h), and
+// where each run's bytes of the first of them came from.
 void State(const Ctx& ctx, const RankDiff& diff) {
   const NumericDivergence& numeric = *diff.numeric;
   ctx.out << "  STATE  " << diff.setup << "\n";

@@ -1,4 +1,4 @@
-// Renders `diff --explain`'s element-level comparison (diff/explain.h), as text under the diff
+// Renders `diff --explain`'s element-level comparison (analysis/explain.h), as text under the diff
 // report and as the "explain" object of the diff JSON (docs/cli.md).
 //
 //   std::cout << RenderExplainText(explained);

@@ -1,4 +1,4 @@
-// Renders the cross-rank order of a multi-rank diff (diff/global_order.h): the origin rank and
+// Renders the cross-rank order of a multi-rank diff (analysis/global_order.h): the origin rank and
 // its op, the collectives the difference travelled through, and each rank's role.
 //
 //   std::cout << RenderGlobalOrderText(order, result, a, b);

@@ -1,7 +1,7 @@
 // Collective records (trace.md §5.6): written == read back, what the writer refuses, what
 // readers call damage (TraceReader and TraceIndex alike), the step digest, and attaching the
 // record to its op. (Every cut and flipped byte of a trace holding collectives, through every
-// load route, is src/diff/run_loader_test.cc with testing::kSampleTraceText.)
+// load route, is src/run/run_loader_test.cc with testing::kSampleTraceText.)
 #include <gtest/gtest.h>
 #include <xxhash.h>
 

@@ -1,7 +1,7 @@
 // On-disk constants and fixed-layout pieces of the trace format, shared by the writer and the
 // reader (docs/formats/trace.md is the normative spec; section numbers refer to it).
 //
-//   FileHeader header = MakeFileHeader();           // magic, version 1
+//   FileHeader header = MakeFileHeader();           // magic, kTraceVersion (3)
 //   AppendFixed32(payload_length, &frame);          // little-endian
 //   AppendDigest(op.digest, &payload);              // canonical: high BE, low BE
 #pragma once

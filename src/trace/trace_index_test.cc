@@ -1,6 +1,6 @@
 // TraceIndex on its own: indexing on demand gives the same index as indexing at once, RawOps
 // yields the Op payloads in order, ReadStep reuses its buffers, Truncate cuts. (That the index
-// agrees with TraceReader on every clean, cut and damaged file is src/diff/run_loader_test.cc.)
+// agrees with TraceReader on every clean, cut and damaged file is src/run/run_loader_test.cc.)
 #include "trace/trace_index.h"
 
 #include <gtest/gtest.h>
