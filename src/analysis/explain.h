@@ -45,6 +45,15 @@ struct Explanation {
   std::string tolerance;  // the op's tolerance when one was applied: "ulp:4"
 };
 
+// The explanation with how it was obtained: the re-runs that captured each side.
+struct ExplainedDivergence {
+  Explanation explanation;
+  uint32_t step_a = 0, step_b = 0;
+  size_t index_a = 0, index_b = 0;
+  double rerun_seconds_a = 0, rerun_seconds_b = 0;
+  bool b_captured_live = false;  // record --against captured B while it ran: not re-run
+};
+
 // Compares the captures of `divergence`'s op in run A (`path_a`) and run B (`path_b`).
 StatusOr<Explanation> ExplainCaptures(const std::string& path_a, const std::string& path_b,
                                       const NumericDivergence& divergence, const RankTrace& ta);

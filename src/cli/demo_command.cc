@@ -3,14 +3,14 @@
 #include <chrono>
 #include <cstdio>
 
+#include "analysis/conclude.h"
 #include "cli/command.h"
 #include "cli/explain_runner.h"
 #include "cli/flags.h"
 #include "cli/paths.h"
 #include "cli/record_runner.h"
-#include "diff/diff.h"
-#include "analysis/setup_check.h"
-#include "report/diff_report.h"
+#include "report/conclusion_report.h"
+#include "report/explain_report.h"
 
 namespace upguard {
 
@@ -65,15 +65,15 @@ StatusOr<int> RunDemoCommand(int argc, char** argv) {
 
   ASSIGN_OR_RETURN(Run a, LoadRun(out + "/reference", LoadOptions{}));
   ASSIGN_OR_RETURN(Run b, LoadRun(out + "/candidate", LoadOptions{}));
-  ASSIGN_OR_RETURN(DiffResult result, DiffRuns(a, b, DiffOptions{}));
-  ApplySetupChecks(a, b, &result);
-  std::printf("\n%s", RenderDiffText(result, a, b).c_str());
-  // How the culprit's values differ: both runs re-run up to it, its tensors captured.
-  if (!result.ranks.empty() && result.ranks[0].numeric) {
-    std::fflush(stdout);
-    ASSIGN_OR_RETURN(ExplainedDivergence explained, ExplainDivergence(a, b, result.ranks[0]));
-    std::printf("%s", RenderExplainText(explained).c_str());
-  }
+  ConcludeOptions options;
+  ASSIGN_OR_RETURN(Conclusion conclusion, ConcludeDiff(a, b, options));
+  std::printf("\n%s", RenderConclusionText(conclusion, a, b).c_str());
+  // How the culprit's values differ: both runs re-run up to it, its tensors captured. The
+  // report above is printed first: the re-runs take a while.
+  options.explain = ReRunExplainer();
+  RETURN_IF_ERROR(ExplainConclusion(a, b, options, &conclusion));
+  if (conclusion.explained) std::printf("%s", RenderExplainText(*conclusion.explained).c_str());
+  const DiffResult& result = conclusion.result;
   const double total =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::printf("\ndemo finished in %.1f s.\n\n", total);

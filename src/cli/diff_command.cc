@@ -1,18 +1,13 @@
 // `upguard diff A B`: the first op where two runs part ways, with the verdict.
 #include <cstdio>
-#include <memory>
-#include <optional>
-#include <vector>
+#include <string>
 
+#include "analysis/conclude.h"
+#include "analysis/tolerant_compare.h"
 #include "cli/command.h"
 #include "cli/explain_runner.h"
 #include "cli/flags.h"
-#include "diff/diff.h"
-#include "analysis/global_order.h"
-#include "analysis/setup_check.h"
-#include "analysis/tolerant_compare.h"
-#include "report/diff_report.h"
-#include "report/global_report.h"
+#include "report/conclusion_report.h"
 
 namespace upguard {
 
@@ -81,77 +76,32 @@ StatusOr<int> RunDiffCommand(int argc, char** argv) {
                              " needs a value; see upguard diff --help");
     }
   }
-  DiffOptions options;
+  ConcludeOptions options;
   ASSIGN_OR_RETURN(const int64_t jobs, flags.GetInt("jobs", 0));
   if (jobs < 0 || jobs > 4096) {
     return InvalidArgument("--jobs " + std::to_string(jobs) +
                            ": expects a count of threads from 1 to 4096 (0: the CPU count)");
   }
-  options.jobs = static_cast<int>(jobs);
-  std::optional<TolerancePolicy> policy;
+  options.diff.jobs = static_cast<int>(jobs);
   if (flags.Has("tolerance") || flags.Has("tolerance-policy") ||
       flags.Has("allow-nondeterministic")) {
-    ASSIGN_OR_RETURN(policy,
+    ASSIGN_OR_RETURN(options.policy,
                      PolicyFromOptions(flags.Get("tolerance"), flags.Get("tolerance-policy"),
                                        flags.Get("allow-nondeterministic")));
-    options.tolerance = std::make_shared<PolicyJudge>(*policy);
   }
+  if (flags.Has("explain")) options.explain = ReRunExplainer();
   LoadOptions load;
   load.allow_damaged = flags.Has("allow-damaged");
   load.index_on_demand = true;  // DiffRuns indexes each step as it compares it
   ASSIGN_OR_RETURN(Run a, LoadRun(flags.positionals()[0], load));
   ASSIGN_OR_RETURN(Run b, LoadRun(flags.positionals()[1], load));
-  ASSIGN_OR_RETURN(DiffResult result, DiffRuns(a, b, options));
-  ApplySetupChecks(a, b, &result);
-  // Several ranks: their first divergences ordered through the collectives; the run's
-  // verdict, and what --explain explains, are the origin rank's.
-  std::optional<GlobalOrder> order;
-  if (result.ranks.size() > 1) {
-    ASSIGN_OR_RETURN(order, OrderRanks(a, b, result));
-    if (order->first) result.verdict = result.ranks[*order->first].verdict;
-    for (const RankOrder& rank : order->ranks) {
-      if (!rank.hop || rank.role == RankRole::kOrigin) continue;
-      const CollectiveHop& hop = order->hops[*rank.hop];
-      result.ranks[rank.rank].notes.push_back(
-          rank.role == RankRole::kReceiver
-              ? "this rank is a receiver: " + hop.Name() + " delivered it a difference from " +
-                    RanksText(hop.senders) + " (see the order across ranks above)"
-          : rank.role == RankRole::kCollective
-              ? "the collective below computed differently: every member fed it identical "
-                "inputs (see the order across ranks above)"
-              : "no record of the collective below on " + RanksText(hop.missing) +
-                    ": whether another member fed it different inputs is unknown");
-    }
-  }
-  std::optional<ExplainedDivergence> explained;
-  if (flags.Has("explain")) {
-    std::vector<const RankDiff*> candidates;
-    if (order && order->first) candidates.push_back(&result.ranks[*order->first]);
-    for (const RankDiff& rank : result.ranks) candidates.push_back(&rank);
-    for (const RankDiff* candidate : candidates) {
-      const RankDiff& rank = *candidate;
-      if (!rank.numeric) continue;
-      ASSIGN_OR_RETURN(explained, ExplainDivergence(a, b, rank));
-      if (policy) {
-        const RankTrace& trace = a.ranks[rank.rank];
-        const OpRecord& op = *rank.numeric->a.op;
-        ApplyTolerance(policy->For(trace.Str(op.op), trace.Str(op.module)),
-                       &explained->explanation);
-      }
-      break;
-    }
-  }
+  ASSIGN_OR_RETURN(Conclusion conclusion, ConcludeDiff(a, b, options));
   if (flags.Has("json")) {
-    nlohmann::json json = DiffToJson(result, a, b);
-    if (order) json["across_ranks"] = GlobalOrderToJson(*order, result, a);
-    if (explained) json["explain"] = ExplainToJson(*explained);
-    std::printf("%s\n", json.dump(2).c_str());
+    std::printf("%s\n", ConclusionToJson(conclusion, a, b).dump(2).c_str());
   } else {
-    if (order) std::printf("%s", RenderGlobalOrderText(*order, result, a, b).c_str());
-    std::printf("%s", RenderDiffText(result, a, b).c_str());
-    if (explained) std::printf("%s", RenderExplainText(*explained).c_str());
+    std::printf("%s", RenderConclusionText(conclusion, a, b).c_str());
   }
-  return result.verdict == Verdict::kIdentical ? kExitOk : kExitDiverged;
+  return conclusion.result.verdict == Verdict::kIdentical ? kExitOk : kExitDiverged;
 }
 
 }  // namespace upguard

@@ -121,4 +121,16 @@ StatusOr<ExplainedDivergence> ExplainDivergence(const Run& a, const Run& b,
   return explained;
 }
 
+Explainer ReRunExplainer(const std::string& live_run) {
+  return [live_run](const Run& a, const Run& b, const RankDiff& rank) {
+    std::string live;
+    if (!live_run.empty() && rank.numeric) {
+      live = CapturePath(live_run, rank.rank, rank.numeric->b.step, rank.numeric->b.index);
+      if (!std::filesystem::exists(live)) live.clear();
+    }
+    std::fflush(stdout);  // what was printed comes before the re-runs' output
+    return ExplainDivergence(a, b, rank, live);
+  };
+}
+
 }  // namespace upguard

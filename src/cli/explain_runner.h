@@ -8,6 +8,9 @@
 // Captures go to RUN/explain/captures/ (RUN/explain is itself a run directory).
 #pragma once
 
+#include <string>
+
+#include "analysis/conclude.h"
 #include "diff/diff.h"
 #include "report/explain_report.h"
 #include "upguard/status.h"
@@ -21,5 +24,10 @@ namespace upguard {
 StatusOr<ExplainedDivergence> ExplainDivergence(const Run& a, const Run& b,
                                                 const RankDiff& rank_diff,
                                                 const std::string& b_capture = "");
+
+// ExplainDivergence as ConcludeDiff's explain step (analysis/conclude.h). With `live_run`
+// (record --against: the run that captured its divergent op while it ran), B's capture is
+// taken from that run's captures/ when it holds the op; otherwise B is re-run too.
+Explainer ReRunExplainer(const std::string& live_run = "");
 
 }  // namespace upguard

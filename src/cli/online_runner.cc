@@ -4,12 +4,11 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "analysis/conclude.h"
 #include "base/file.h"
 #include "cli/command.h"
 #include "cli/explain_runner.h"
-#include "diff/diff.h"
-#include "analysis/setup_check.h"
-#include "recorder/capture_selector.h"
+#include "report/explain_report.h"
 #include "report/format_util.h"
 
 namespace upguard {
@@ -89,8 +88,8 @@ StatusOr<int> ReportOnline(const RecordRequest& request, const RecordOutcome& ou
   load.allow_damaged = true;
   ASSIGN_OR_RETURN(Run reference, LoadRun(request.against, load));
   ASSIGN_OR_RETURN(Run candidate, LoadRun(request.run_dir, load));
-  ASSIGN_OR_RETURN(DiffResult result, DiffRuns(reference, candidate, DiffOptions{}));
-  ApplySetupChecks(reference, candidate, &result);
+  ConcludeOptions options;
+  ASSIGN_OR_RETURN(Conclusion conclusion, ConcludeDiff(reference, candidate, options));
   std::printf("  the full report: upguard diff %s %s\n", request.against.c_str(),
               request.run_dir.c_str());
   if (reference.ranks.size() > 1) {
@@ -99,22 +98,16 @@ StatusOr<int> ReportOnline(const RecordRequest& request, const RecordOutcome& ou
     std::fflush(stdout);
     return kExitDiverged;
   }
-  for (const RankDiff& rank : result.ranks) {
-    if (rank.rank != origin) continue;
-    if (!rank.setup.empty()) {  // random state or data: nothing computed differently to show
-      std::printf("  setup: %s\n", rank.setup.c_str());
-      break;
-    }
-    if (!rank.numeric) continue;
-    const std::string live =
-        CapturePath(request.run_dir, rank.rank, rank.numeric->b.step, rank.numeric->b.index);
-    std::fflush(stdout);
-    ASSIGN_OR_RETURN(
-        ExplainedDivergence explained,
-        ExplainDivergence(reference, candidate, rank, std::filesystem::exists(live) ? live : ""));
-    std::printf("%s", RenderExplainText(explained).c_str());
-    break;
+  for (const RankDiff& rank : conclusion.result.ranks) {
+    if (rank.rank != origin || rank.setup.empty()) continue;
+    // Random state or data: nothing computed differently to show.
+    std::printf("  setup: %s\n", rank.setup.c_str());
+    return kExitDiverged;
   }
+  // The reference re-run up to the op; the candidate's side is the live capture.
+  options.explain = ReRunExplainer(request.run_dir);
+  RETURN_IF_ERROR(ExplainConclusion(reference, candidate, options, &conclusion));
+  if (conclusion.explained) std::printf("%s", RenderExplainText(*conclusion.explained).c_str());
   return kExitDiverged;
 }
 

@@ -12,15 +12,6 @@
 
 namespace upguard {
 
-// The explanation with how it was obtained: the re-runs that captured each side.
-struct ExplainedDivergence {
-  Explanation explanation;
-  uint32_t step_a = 0, step_b = 0;
-  size_t index_a = 0, index_b = 0;
-  double rerun_seconds_a = 0, rerun_seconds_b = 0;
-  bool b_captured_live = false;  // record --against captured B while it ran: not re-run
-};
-
 std::string RenderExplainText(const ExplainedDivergence& explained);
 nlohmann::json ExplainToJson(const ExplainedDivergence& explained);
 
