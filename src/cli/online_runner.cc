@@ -88,16 +88,16 @@ StatusOr<int> ReportOnline(const RecordRequest& request, const RecordOutcome& ou
   load.allow_damaged = true;
   ASSIGN_OR_RETURN(Run reference, LoadRun(request.against, load));
   ASSIGN_OR_RETURN(Run candidate, LoadRun(request.run_dir, load));
-  ConcludeOptions options;
-  ASSIGN_OR_RETURN(Conclusion conclusion, ConcludeDiff(reference, candidate, options));
   std::printf("  the full report: upguard diff %s %s\n", request.against.c_str(),
               request.run_dir.c_str());
   if (reference.ranks.size() > 1) {
     // The element-level explanation re-runs one process; the ranks' order and the path the
-    // difference took through collectives are in the full report.
+    // difference took through collectives are in the full report (nothing to conclude here).
     std::fflush(stdout);
     return kExitDiverged;
   }
+  ConcludeOptions options;
+  ASSIGN_OR_RETURN(Conclusion conclusion, ConcludeDiff(reference, candidate, options));
   for (const RankDiff& rank : conclusion.result.ranks) {
     if (rank.rank != origin || rank.setup.empty()) continue;
     // Random state or data: nothing computed differently to show.
