@@ -12,7 +12,11 @@ function(expect lib folder dep dep_folder want_ok)
 endfunction()
 
 expect(upguard_diff diff upguard_trace trace TRUE)            # down
-expect(upguard_setup_check diff upguard_diff diff TRUE)       # own folder
+expect(upguard_conclude analysis upguard_setup_check analysis TRUE)  # own folder
+expect(upguard_setup_check analysis upguard_diff diff TRUE)   # down
+expect(upguard_diff diff upguard_setup_check analysis FALSE)  # up: the walk never sees analyses
+expect(upguard_align align upguard_diff diff FALSE)           # up
+expect(upguard_online_check online upguard_explain analysis FALSE)  # sideways on one layer
 expect(upguard_online_check online upguard_recorder recorder TRUE)
 expect(upguard_recorder recorder upguard_online_check online FALSE)  # up: the old edge
 expect(upguard_recorder recorder upguard_diff diff FALSE)     # sideways on one layer
