@@ -15,6 +15,7 @@ while it runs. Reading them runs no torch op.
 from __future__ import annotations
 
 import gc
+import warnings
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -51,13 +52,17 @@ class ModelTensors:
         and wraps Optimizer.__init__ to see later ones."""
         self._roots.clear()
         self._optimizers.clear()
-        for obj in gc.get_objects():
-            try:
-                found = isinstance(obj, torch.optim.Optimizer)
-            except Exception:  # a proxy whose __class__ raises: not an optimizer of ours
-                continue
-            if found:
-                self.add_optimizer(obj)
+        with warnings.catch_warnings():
+            # Asking a deprecated alias for its __class__ warns (torch 2.x:
+            # torch.distributed.reduce_op); the scan is ours, not the program's.
+            warnings.simplefilter("ignore")
+            for obj in gc.get_objects():
+                try:
+                    found = isinstance(obj, torch.optim.Optimizer)
+                except Exception:  # a proxy whose __class__ raises: not an optimizer of ours
+                    continue
+                if found:
+                    self.add_optimizer(obj)
         if self._original_init is not None:
             return
         original = torch.optim.Optimizer.__init__

@@ -14,7 +14,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("UPGUARD_BUILD", REPO / "build" / "release"))
 UPGUARD = BUILD / "upguard"
-PYTHON = "/usr/bin/python3"
+PYTHON = os.environ.get("UPGUARD_TEST_PYTHON", "/usr/bin/python3")  # whose torch is tested
 TRAIN = REPO / "examples" / "gpt_train.py"
 MODEL = REPO / "examples" / "gpt.py"
 
