@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <unordered_map>
+#include <utility>
 
 #include "align/align_ops.h"
 #include "diff/diff.h"
