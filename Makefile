@@ -40,10 +40,11 @@ test: test-unit test-e2e test-debug
 # a project venv with pinned versions, installed once (PyPI's Linux wheel is a CUDA build of
 # several GB that runs on the CPU), and a build of the adapter against its torch.
 TORCH2_VENV := .venv-torch2
-TORCH2_PINS := torch==2.15.0 pybind11==2.13.6 numpy==2.4.6 pytest==9.2.0
+TORCH2_PINS := torch==2.15.0 torchvision==0.29.2 pybind11==2.13.6 numpy==2.4.6 pytest==9.2.0
 TORCH2_BUILD := build/torch2
 
-$(TORCH2_VENV)/.installed:
+# Reinstalls (pip keeps what already satisfies a pin) when the pins above change.
+$(TORCH2_VENV)/.installed: Makefile
 	/usr/bin/python3 -m venv $(TORCH2_VENV)
 	$(TORCH2_VENV)/bin/pip install --quiet $(TORCH2_PINS)
 	touch $@
