@@ -1,8 +1,8 @@
 // Ops whose kernel writes an input that the op's schema does not mark as written (no `(a!)`),
 // found by measurement (write_probe.h): the probe compares every input's bytes before and after
 // each op while tests/e2e/layer_zoo.py runs every torch.nn layer in train and eval mode, the
-// optimizers, and the example GPT's training. tests/e2e/test_undeclared_writes.py re-measures
-// the set on the torch under test and fails when it differs from this table, so a torch that
+// optimizers, and the example GPT's training. test_undeclared_writes_table_matches_measurement
+// (tests/e2e/test_trust.py) re-measures the set on the torch under test and fails when it differs from this table, so a torch that
 // adds one is caught.
 //
 // Such a write does not move the tensor's version counter either (measured on torch 1.13:
