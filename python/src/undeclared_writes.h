@@ -2,8 +2,8 @@
 // found by measurement (write_probe.h): the probe compares every input's bytes before and after
 // each op while tests/e2e/layer_zoo.py runs every torch.nn layer in train and eval mode, the
 // optimizers, and the example GPT's training. test_undeclared_writes_table_matches_measurement
-// (tests/e2e/test_trust.py) re-measures the set on the torch under test and fails when it differs from this table, so a torch that
-// adds one is caught.
+// (tests/e2e/test_trust.py) re-measures the set on the torch under test and fails when it differs
+// from this table, so a torch that adds one is caught.
 //
 // Such a write does not move the tensor's version counter either (measured on torch 1.13:
 // `bn.running_mean._version` is unchanged by a training-mode forward), so nothing but this
