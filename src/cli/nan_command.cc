@@ -1,9 +1,9 @@
 // `upguard nan RUN`: the first op that made a NaN or Inf, from one run's statistics.
 #include <cstdio>
 
+#include "analysis/nan_origin.h"
 #include "cli/command.h"
 #include "cli/flags.h"
-#include "analysis/nan_origin.h"
 #include "report/nan_report.h"
 
 namespace upguard {

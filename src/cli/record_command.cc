@@ -10,8 +10,8 @@
 #include "cli/flags.h"
 #include "cli/online_runner.h"
 #include "cli/record_runner.h"
-#include "run/run_loader.h"
 #include "recorder/capture_selector.h"
+#include "run/run_loader.h"
 #include "upguard/recorder.h"
 
 namespace upguard {

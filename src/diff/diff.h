@@ -42,8 +42,8 @@
 #include <vector>
 
 #include "align/align.h"
-#include "run/run_loader.h"
 #include "diff/tolerance_judge.h"
+#include "run/run_loader.h"
 #include "upguard/status.h"
 
 namespace upguard {

@@ -12,8 +12,8 @@
 #include <sstream>
 
 #include "diff/diff.h"
-#include "run/load_routes_test_util.h"
 #include "report/diff_report.h"
+#include "run/load_routes_test_util.h"
 #include "tools/synthetic_trace.h"
 #include "trace/text_format.h"
 

@@ -22,8 +22,8 @@
 #include <optional>
 #include <string>
 
-#include "run/run_loader.h"
 #include "recorder/op_observer.h"
+#include "run/run_loader.h"
 #include "upguard/status.h"
 
 namespace upguard {

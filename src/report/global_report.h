@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "diff/diff.h"
 #include "analysis/global_order.h"
+#include "diff/diff.h"
 
 namespace upguard {
 
