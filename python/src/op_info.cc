@@ -26,9 +26,13 @@ bool DefinesNoValues(std::string_view name) {
 // In-place ops whose result does not depend on the old contents of `self`.
 bool OverwritesSelf(std::string_view name) {
   static constexpr std::string_view kOps[] = {
-      "aten::fill_",      "aten::zero_",       "aten::copy_",     "aten::normal_",
-      "aten::uniform_",   "aten::random_",     "aten::cauchy_",   "aten::exponential_",
-      "aten::geometric_", "aten::log_normal_", "aten::bernoulli_"};
+      "aten::fill_", "aten::zero_", "aten::copy_", "aten::normal_", "aten::uniform_",
+      "aten::random_", "aten::cauchy_", "aten::exponential_", "aten::geometric_",
+      "aten::log_normal_", "aten::bernoulli_",
+      // torch 2.x's DDP reducer scopes: the one input they show is the gradient bucket's view
+      // they are about to fill (mul_out divides the gradient into it, copy_ copies it); what
+      // it held before is the bucket's earlier contents, which identical runs need not share.
+      "torch::distributed::reducer::mul_out", "torch::distributed::reducer::copy_"};
   for (std::string_view op : kOps) {
     if (name == op) return true;
   }
