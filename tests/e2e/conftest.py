@@ -19,6 +19,20 @@ TRAIN = REPO / "examples" / "gpt_train.py"
 MODEL = REPO / "examples" / "gpt.py"
 
 
+def _torch_version() -> Tuple[int, int]:
+    out = subprocess.run([PYTHON, "-c", "import torch; print(torch.__version__)"],
+                         capture_output=True, text=True, check=True).stdout
+    major, minor = out.strip().split(".")[:2]
+    return int(major), int(minor)
+
+
+# (major, minor) of the torch under test. Where torch itself decomposes an op differently
+# (1.13 runs bmm as a loop of selects, 2.x calls one batched gemm), a test pins the values it
+# measured on each version, beside each other.
+TORCH_VERSION = _torch_version()
+TORCH2 = TORCH_VERSION >= (2, 0)
+
+
 def line_of(path: Path, text: str) -> int:
     """The 1-based line of the only line of `path` containing `text`."""
     hits = [n for n, line in enumerate(path.read_text().splitlines(), 1) if text in line]
@@ -74,6 +88,6 @@ def planted(runs: Path, plant: str, *train_args: str) -> Path:
     return _PLANTED[run_dir]
 
 
-__all__: List[str] = ["REPO", "TRAIN", "MODEL", "PYTHON", "line_of", "upguard", "record",
-                      "diff_json", "show_json", "planted"]
+__all__: List[str] = ["REPO", "TRAIN", "MODEL", "PYTHON", "TORCH_VERSION", "TORCH2", "line_of",
+                      "upguard", "record", "diff_json", "show_json", "planted"]
 sys.path.insert(0, str(Path(__file__).parent))
