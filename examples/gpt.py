@@ -13,6 +13,7 @@ from typing import Optional
 
 import torch
 import torch.nn as nn
+import torch.utils.checkpoint
 import torch.nn.functional as F
 
 
@@ -24,6 +25,11 @@ class GPTConfig:
     n_head: int = 4
     n_embd: int = 64
     dropout: float = 0.1
+    # torch 2.x idioms (gpt_train.py --sdpa, --checkpoint): attention by
+    # F.scaled_dot_product_attention; each block's forward under torch.utils.checkpoint
+    # ("reentrant" or "non-reentrant"), recomputed in backward.
+    sdpa: bool = False
+    checkpoint: str = "none"
 
 
 class ScaleGrad(torch.autograd.Function):
@@ -44,6 +50,8 @@ class CausalSelfAttention(nn.Module):
     def __init__(self, config: GPTConfig) -> None:
         super().__init__()
         self.n_head = config.n_head
+        self.sdpa = config.sdpa
+        self.dropout = config.dropout
         self.qkv = nn.Linear(config.n_embd, 3 * config.n_embd)
         self.proj = nn.Linear(config.n_embd, config.n_embd)
         self.attn_drop = nn.Dropout(config.dropout)
@@ -61,6 +69,11 @@ class CausalSelfAttention(nn.Module):
             q = q.contiguous()
         k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
         v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        if self.sdpa:
+            y = F.scaled_dot_product_attention(
+                q, k, v, dropout_p=self.dropout if self.training else 0.0, is_causal=True)
+            y = y.transpose(1, 2).contiguous().view(B, T, C)
+            return ScaleGrad.apply(self.proj(y), self.grad_scale)
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
         att = att.masked_fill(~self.mask[:, :, :T, :T], float("-inf"))
         att = self.attn_drop(F.softmax(att, dim=-1))
@@ -120,6 +133,10 @@ class GPT(nn.Module):
             torch.manual_seed(self.reseed)
         x = self.drop(self.tok_emb(idx) + self.pos_emb(pos))
         for block in self.blocks:
-            x = block(x)
+            if self.config.checkpoint == "none":
+                x = block(x)
+            else:
+                x = torch.utils.checkpoint.checkpoint(
+                    block, x, use_reentrant=self.config.checkpoint == "reentrant")
         logits = self.head(self.ln_f(x))
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))

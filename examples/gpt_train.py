@@ -22,6 +22,15 @@ Two more plant a NaN/Inf for `upguard nan RUN` (no reference run needed):
   log-zero        blocks.1.attn adds the log of its attention probabilities, some exactly 0 (-inf)
   overflow        blocks.0.mlp applies exp to its activations times 1e4 (+inf)
 The text is generated here (a seeded toy grammar), so nothing is downloaded.
+
+torch 2.x training idioms, each off by default (the 1.13 op stream is unchanged):
+  --sdpa                      attention by F.scaled_dot_product_attention
+  --checkpoint reentrant|non-reentrant   each block under torch.utils.checkpoint
+  --autocast bf16             the forward and loss under torch.autocast("cpu", bfloat16)
+  --dtype bf16                bfloat16 parameters
+  --adamw foreach|fused       AdamW's multi-tensor (foreach) or fused implementation
+  --compile model|method      torch.compile(model), or model.compile() (torch.nn.Module.compile)
+  --module-hooks              a global forward hook on every module (register_module_forward_hook)
 """
 
 from __future__ import annotations
@@ -89,6 +98,14 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     parser.add_argument("--plant", type=plant_names, default="none")
     parser.add_argument("--plant-step", type=int, default=2)
+    parser.add_argument("--sdpa", action="store_true")
+    parser.add_argument("--checkpoint", choices=("none", "reentrant", "non-reentrant"),
+                        default="none")
+    parser.add_argument("--autocast", choices=("none", "bf16"), default="none")
+    parser.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32")
+    parser.add_argument("--adamw", choices=("default", "foreach", "fused"), default="default")
+    parser.add_argument("--compile", choices=("none", "model", "method"), default="none")
+    parser.add_argument("--module-hooks", action="store_true")
     parser.add_argument("--save", help="write the final parameters here (torch.save)")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args()
@@ -99,9 +116,19 @@ def main() -> None:
     vocab = sorted(set(text))
     data = np.array([vocab.index(c) for c in text], dtype=np.int64)
     config = GPTConfig(vocab_size=len(vocab), block_size=args.block, n_layer=args.layers,
-                       n_head=4, n_embd=args.width)
+                       n_head=4, n_embd=args.width, sdpa=args.sdpa, checkpoint=args.checkpoint)
     model = GPT(config)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.1)
+    if args.dtype == "bf16":
+        model = model.to(torch.bfloat16)
+    adamw = {"default": {}, "foreach": {"foreach": True}, "fused": {"fused": True}}[args.adamw]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.1, **adamw)
+    if args.module_hooks:
+        torch.nn.modules.module.register_module_forward_hook(lambda module, inputs, output: None)
+    forward = model
+    if args.compile == "model":
+        forward = torch.compile(model)
+    elif args.compile == "method":
+        model.compile()
     batch_rng = np.random.default_rng(args.seed)
 
     for step in range(args.steps):
@@ -137,7 +164,11 @@ def main() -> None:
             starts = starts[::-1]
         x, y = make_batch(data, starts, args.block, shift)
 
-        loss = model(x, y)
+        if args.autocast == "bf16":
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = forward(x, y)
+        else:
+            loss = forward(x, y)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
