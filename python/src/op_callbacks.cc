@@ -12,6 +12,7 @@
 #include "digest_cache.h"
 #include "divergence.h"
 #include "ivalue_args.h"
+#include "list_labels.h"
 #include "model_state.h"
 #include "op_info.h"
 #include "origins.h"
@@ -102,6 +103,7 @@ std::unique_ptr<at::ObserverContext> EnterOp(const at::RecordFunction& fn, Threa
     ResetTensorNames(ReadModelTensors());
     LabelArgs(&batch);
   }
+  if (phase == Phase::kOptimizer) LabelListElements(&batch, &ts.list_order);
   ctx->inputs = recorder->DigestArgs(batch.args);
   RememberDigests(batch, ctx->inputs);
   ctx->held = HoldInputs(info, batch, ctx->inputs, recorder->step(), recorder->ops_in_step(),
@@ -154,6 +156,7 @@ void ExitNode(ThreadState& ts) {
 void RefreshTensorNamesForStep(ThreadState& ts) {
   Session* session = Session::Active();
   ts.names_refreshed = false;
+  ts.list_order.clear();
   if (session == nullptr || ts.busy || !session->recorder()->StepWanted()) return;
   ts.busy = true;
   ResetTensorNames(ReadModelTensors());
@@ -223,6 +226,7 @@ RecordedOp ExitOp(const at::RecordFunction& fn, at::ObserverContext* ctx_base, T
   AppendOutputs(info, fn.outputs(), &batch);
   AppendWrittenInputs(ctx->written, fn.outputs(), &batch);
   LabelArgs(&batch);
+  if (ctx->phase == Phase::kOptimizer) LabelListElements(&batch, &ts.list_order);
   std::vector<ArgRecord> outputs = recorder->DigestArgs(batch.args);
   RememberDigests(batch, outputs);
   std::vector<Digest128> output_digests;

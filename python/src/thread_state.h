@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "call_site.h"
+#include "list_labels.h"
 #include "origins.h"
 #include "string_pool.h"
 
@@ -28,6 +29,7 @@ struct ThreadState {
   bool busy = false;
   int optimizer = 0;
   bool names_refreshed = false;  // the tensor names were read again inside Optimizer.step
+  ListOrder list_order;          // the parameters of the optimizer's lists (list_labels.h)
   int zero_grad = 0;
   std::vector<ModuleCall> modules;
   std::vector<Node> nodes;

@@ -29,22 +29,23 @@ std::string Magnitude(const ArgRecord& a, const ArgRecord& b) {
 namespace {
 
 // For an op outside any module (the optimizer's): "  (on tok_emb.weight)", the model's
-// tensors it reads or writes as run A names them (the first three).
+// tensors it reads or writes as run A names them (the first three); an optimizer list's
+// temporary labelled "for tok_emb.weight" counts as its parameter.
 std::string ModelTensors(const Ctx& ctx, const OpRecord& op) {
   if (op.module != kEmptyString) return "";
-  std::vector<StringId> seen;
+  std::vector<std::string> seen;
   for (const std::vector<ArgRecord>* args : {&op.inputs, &op.outputs}) {
     for (const ArgRecord& arg : *args) {
-      if (arg.label != kEmptyString &&
-          std::find(seen.begin(), seen.end(), arg.label) == seen.end()) {
-        seen.push_back(arg.label);
-      }
+      if (arg.label == kEmptyString) continue;
+      std::string name = ctx.ta.Str(arg.label);
+      if (name.rfind("for ", 0) == 0) name.erase(0, 4);
+      if (std::find(seen.begin(), seen.end(), name) == seen.end()) seen.push_back(name);
     }
   }
   if (seen.empty()) return "";
   std::string text = "  (on ";
   for (size_t idx = 0; idx < seen.size() && idx < 3; ++idx) {
-    text += (idx > 0 ? ", " : "") + ctx.ta.Str(seen[idx]);
+    text += (idx > 0 ? ", " : "") + seen[idx];
   }
   if (seen.size() > 3) text += " and " + std::to_string(seen.size() - 3) + " more";
   return text + ")";
@@ -98,7 +99,11 @@ std::string SlotLabel(const Ctx& ctx, const ArgComparison& slot) {
 // "      self  float32[64, 64]  ..." is followed by "                     is fc.weight".
 void LabelLine(const Ctx& ctx, const ArgComparison& slot, size_t width) {
   const std::string label = SlotLabel(ctx, slot);
-  if (!label.empty()) ctx.out << "      " << std::string(width + 1, ' ') << "is " << label << "\n";
+  if (label.empty()) return;
+  // An optimizer list's temporary is labelled "for <parameter>" (list_labels.h): no "is".
+  const bool for_parameter = label.rfind("for ", 0) == 0;
+  ctx.out << "      " << std::string(width + 1, ' ') << (for_parameter ? "" : "is ") << label
+          << "\n";
 }
 
 // The name column: as wide as the longest name, from 14 to 40 characters.
