@@ -10,6 +10,10 @@
   gelu-tanh   that rank's blocks.1.mlp.act uses the tanh approximation of GELU
   data-shift  that rank's batch slice starts one character later
   crash       that rank's process dies (exit code 3) at the start of that step
+
+--fsdp2 (torch >= 2.6) shards the model with FSDP2 instead (torch.distributed.fsdp.fully_shard
+on each block and on the whole GPT, on a CPU device mesh): each rank holds a slice of every
+parameter; the forward all-gathers them, the backward reduce-scatters the gradients.
 """
 
 from __future__ import annotations
@@ -30,6 +34,17 @@ from gpt_train import make_batch, make_corpus  # noqa: E402
 PLANTS = ("none", "gelu-tanh", "data-shift", "crash")
 
 
+def shard_fsdp2(gpt: GPT, world: int) -> torch.nn.Module:
+    """FSDP2: every block, then the rest of the GPT, sharded over all ranks (one CPU mesh)."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    mesh = init_device_mesh("cpu", (world,))
+    for block in gpt.blocks:
+        fully_shard(block, mesh=mesh)
+    return fully_shard(gpt, mesh=mesh)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -43,6 +58,7 @@ def main() -> None:
     parser.add_argument("--plant", choices=PLANTS, default="none")
     parser.add_argument("--plant-step", type=int, default=2)
     parser.add_argument("--plant-rank", type=int, default=1)
+    parser.add_argument("--fsdp2", action="store_true")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args()
 
@@ -56,10 +72,14 @@ def main() -> None:
     config = GPTConfig(vocab_size=len(vocab), block_size=args.block, n_layer=args.layers,
                        n_head=4, n_embd=args.width, dropout=0.0)
     gpt = GPT(config)
-    # The causal masks are constant bool buffers, which gloo cannot broadcast: not synced.
-    DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(
-        gpt, [name for name, _ in gpt.named_buffers()])
-    model = DistributedDataParallel(gpt)
+    if args.fsdp2:
+        model = shard_fsdp2(gpt, world)
+    else:
+        # The causal masks are constant bool buffers, which gloo cannot broadcast: not synced.
+        DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(
+            gpt, [name for name, _ in gpt.named_buffers()])
+        model = DistributedDataParallel(gpt)
+    inner = gpt
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.1)
     batch_rng = np.random.default_rng(args.seed)  # one global batch; each rank takes its rows
 
@@ -68,7 +88,7 @@ def main() -> None:
         if planted and args.plant == "crash":
             os._exit(3)  # no cleanup, no atexit: as a killed or crashed worker ends
         if planted and args.plant == "gelu-tanh":
-            model.module.blocks[1].mlp.act.approximate = "tanh"
+            inner.blocks[1].mlp.act.approximate = "tanh"
         starts = batch_rng.integers(0, len(data) - args.block - 2, size=args.batch * world)
         mine = starts[rank * args.batch:(rank + 1) * args.batch]
         shift = 1 if planted and args.plant == "data-shift" else 0

@@ -39,10 +39,26 @@ DType ToDType(c10::ScalarType type) {
   }
 }
 
+// The storage holds every byte the view reaches. Not so for a tensor subclass's wrapper
+// (DTensor: its data is the local shard) or a storage resized to nothing while the tensor keeps
+// its shape (FSDP2 frees its unsharded parameters after use).
+bool StorageCoversView(const at::Tensor& tensor) {
+  if (tensor.numel() == 0) return true;
+  const c10::Storage& storage = tensor.storage();
+  if (storage.data() == nullptr) return false;
+  int64_t last = tensor.storage_offset();
+  for (int64_t dim = 0; dim < tensor.dim(); ++dim) {
+    if (tensor.stride(dim) < 0) return false;
+    last += (tensor.size(dim) - 1) * tensor.stride(dim);
+  }
+  return static_cast<size_t>(last + 1) * tensor.element_size() <= storage.nbytes();
+}
+
 bool IsReadable(const at::Tensor& tensor) {
   return tensor.defined() && !tensor.is_nested() && tensor.layout() == c10::kStrided &&
          tensor.device().is_cpu() && tensor.has_storage() &&
-         ToDType(tensor.scalar_type()) != DType::kInvalid && !tensor.is_conj() && !tensor.is_neg();
+         ToDType(tensor.scalar_type()) != DType::kInvalid && !tensor.is_conj() &&
+         !tensor.is_neg() && StorageCoversView(tensor);
 }
 
 TensorView ViewOf(const at::Tensor& tensor) {

@@ -1,6 +1,7 @@
 #include "op_info.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <mutex>
 #include <string_view>
@@ -94,6 +95,15 @@ const CollectiveSchema* FindCollective(std::string_view name) {
       {"c10d::send", {"tensors", "process_group", "dst_rank", "tag"}, -1, false},
       {"c10d::recv_", {"tensors", "process_group", "src_rank", "tag"}, 0, true},
       {"c10d::barrier", {"process_group", "device_ids", "timeout"}, -1, false},
+      // torch 2.x (FSDP2, all_gather_into_tensor, reduce_scatter_tensor, coalesced calls):
+      // their schemas name their arguments.
+      {"c10d::_allgather_base_", {}, 0, true},
+      {"c10d::_reduce_scatter_base_", {}, 0, true},
+      {"c10d::allgather_into_tensor_coalesced_", {}, 0, true},
+      {"c10d::reduce_scatter_tensor_coalesced_", {}, 0, true},
+      {"c10d::allgather_coalesced_", {}, 0, true},
+      {"c10d::allreduce_coalesced_", {}, 0, false},
+      {"c10d::alltoall_base_", {}, 0, true},
   };
   for (const CollectiveSchema& schema : *schemas) {
     if (schema.op == name) return &schema;
@@ -110,7 +120,14 @@ void DescribeCollective(const c10::FunctionSchema& schema, OpInfo* info) {
     if (schema.arguments()[idx].type()->str().find("ProcessGroup") != std::string::npos) {
       info->collective_group_arg = static_cast<int>(idx);
     }
-    if (known != nullptr && idx < known->names.size()) info->input_names[idx] = known->names[idx];
+    // 1.13's schemas name them _0, _1, ...; 2.x's name them (and differ: allreduce_ gained
+    // sparse_indices), so only placeholder names are replaced.
+    const std::string& given = info->input_names[idx];
+    const bool placeholder = given.empty() || (given.size() > 1 && given[0] == '_' &&
+                                               std::isdigit(static_cast<unsigned char>(given[1])));
+    if (known != nullptr && idx < known->names.size() && placeholder) {
+      info->input_names[idx] = known->names[idx];
+    }
   }
   if (known != nullptr) {
     info->collective_written_arg = known->written_arg;
@@ -156,6 +173,12 @@ OpInfo Build(const at::RecordFunction& fn) {
     }
     info.results.push_back(kind);
     info.result_names.push_back(ret.name());
+  }
+  // FSDP2's copy-in returns its `all_gather_output` argument unannotated, after filling only
+  // this rank's slice of it (result 0, a view of that slice, holds the values): the rest is
+  // uninitialized until the all-gather that follows writes it, recorded at its completion.
+  if (name == "fsdp::all_gather_copy_in" && info.results.size() == 2) {
+    info.results[1] = ResultKind::kView;
   }
   const bool writes = std::any_of(
       schema->arguments().begin(), schema->arguments().end(), [](const c10::Argument& arg) {

@@ -91,7 +91,11 @@ class ModelTensors:
         def add(name: str, role: int, tensor: Any) -> None:
             if isinstance(tensor, torch.Tensor) and id(tensor) not in names:
                 names[id(tensor)] = name
-                out.append((name, role, tensor._cdata))
+                # A DTensor (FSDP2, tensor parallel) holds this rank's shard: that is the
+                # rank's model state, and what its ops read and write.
+                local = getattr(tensor, "_local_tensor", None)
+                out.append((name, role, (local if isinstance(local, torch.Tensor)
+                                         else tensor)._cdata))
 
         for root in [ref() for ref in self._roots]:
             if root is None:
