@@ -128,16 +128,19 @@ def test_the_torch2_venv_with_only_the_debian_adapter_is_refused(tmp_path):
     assert not (tmp_path / "ran").exists()
 
 
-def torch2_build() -> Path:
-    if not TORCH2_PYTHON.exists():
-        return Path("/nonexistent")
-    name = subprocess.run([str(TORCH2_PYTHON), str(REPO / "cmake/interpreter_facts.py"),
-                           "--make"], capture_output=True, text=True).stdout.split()[0]
-    return BUILD.parent / Path(name).name
+def torch2_builds() -> list:
+    """Build directories beside this one with an adapter for torch 2.x (make build-torch2, or
+    the build directory of `make test-pip-torch2`)."""
+    found = []
+    for info in sorted(BUILD.parent.glob("*/python/upguard/_build_info.json")):
+        if json.loads(info.read_text())["torch_version"].startswith("2."):
+            found.append(info.parents[2])
+    return found
 
 
-@pytest.mark.skipif(not (torch2_build() / "python/upguard/_build_info.json").exists(),
-                    reason="no torch 2.x build beside this one (make build-torch2)")
+@pytest.mark.skipif(not TORCH2_PYTHON.exists() or not torch2_builds(),
+                    reason="no torch 2.x venv, or no torch 2.x build beside this one "
+                           "(make build-torch2)")
 def test_a_build_beside_this_one_records_the_torch2_venv(tmp_path):
     """This (torch 1.13) binary records the torch 2.x venv's command with the adapter built
     for it in the sibling build directory."""
