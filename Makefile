@@ -14,7 +14,7 @@ BUILD_DIR := $(RELEASE)
 else
 PYTHON_FACTS := $(shell $(PYTHON) cmake/interpreter_facts.py --make)
 ifeq ($(PYTHON_FACTS),)
-$(error PYTHON=$(PYTHON) cannot be run; name an interpreter that has torch)
+$(error PYTHON=$(PYTHON) cannot be run or has no torch; name the interpreter that runs the training)
 endif
 BUILD_DIR := $(word 1,$(PYTHON_FACTS))
 PYTHON_ABS := $(word 2,$(PYTHON_FACTS))

@@ -36,7 +36,13 @@ def torch_dist_version():
 def make_facts():
     """For the Makefile: the build directory of this interpreter's torch, and the interpreter's
     absolute path (a venv's own, not the base interpreter it links to)."""
-    dist = torch_dist_version() or "none"
+    if importlib.util.find_spec("torch") is None:
+        sys.exit(f"{sys.executable} has no torch: name the interpreter that runs the training")
+    dist = torch_dist_version()
+    if dist is None:  # a torch without metadata (built from source in place)
+        import torch
+
+        dist = torch.__version__
     tag = {"cpython": "cp"}.get(sys.implementation.name, sys.implementation.name)
     tag += f"{sys.version_info[0]}{sys.version_info[1]}{getattr(sys, 'abiflags', '')}"
     print(f"build/torch-{dist.replace('+', '-')}-{tag}", os.path.abspath(sys.executable))

@@ -115,6 +115,8 @@ def test_import_upguard_under_another_torch_is_an_import_error(tmp_path, fake_to
 
 @pytest.mark.skipif(not TORCH2_PYTHON.exists(),
                     reason=f"no torch 2.x venv at {TORCH2_PYTHON} (make venv-torch2)")
+@pytest.mark.skipif(BUILT_FOR["torch_version"].startswith("2."),
+                    reason="this build is the torch 2.x one (test-e2e-torch2)")
 def test_the_torch2_venv_with_only_the_debian_adapter_is_refused(tmp_path):
     """UPGUARD_PYTHONPATH names the only adapter to try: this build's (Debian's torch 1.13)."""
     env = dict(os.environ, UPGUARD_PYTHONPATH=str(BUILD / "python"))
