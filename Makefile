@@ -5,8 +5,23 @@ JOBS ?= $(shell nproc)
 RELEASE := build/release
 DEBUG := build/debug
 
+# One build directory per interpreter's torch, so that builds for several coexist and
+# `upguard record` finds the one that fits the command's python (docs/cli.md, "Which adapter"):
+# build/release (the preset) for Debian's /usr/bin/python3; build/torch-<torch>-<cp311> for
+# `make build PYTHON=/path/to/python`, with the CLI and the adapter only.
+ifeq ($(PYTHON),/usr/bin/python3)
+BUILD_DIR := $(RELEASE)
+else
+PYTHON_FACTS := $(shell $(PYTHON) cmake/interpreter_facts.py --make)
+ifeq ($(PYTHON_FACTS),)
+$(error PYTHON=$(PYTHON) cannot be run or has no torch; name the interpreter that runs the training)
+endif
+BUILD_DIR := $(word 1,$(PYTHON_FACTS))
+PYTHON_ABS := $(word 2,$(PYTHON_FACTS))
+endif
+
 .PHONY: all deps build build-debug demo test test-unit test-e2e test-debug bench clean \
-	venv-torch2 build-torch2 test-e2e-torch2
+	venv-torch2 build-torch2 test-e2e-torch2 test-adapter-select test-pip-torch2
 
 all: build
 
@@ -14,8 +29,14 @@ deps:
 	@scripts/install-deps.sh
 
 build: deps
+ifeq ($(BUILD_DIR),$(RELEASE))
 	cmake --preset release >/dev/null
 	cmake --build --preset release -j $(JOBS)
+else
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release -DUPGUARD_PYTHON=$(PYTHON_ABS) >/dev/null
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target upguard upguard_python
+	@echo "built $(BUILD_DIR) for $(PYTHON_ABS): $(BUILD_DIR)/upguard record -o runs/a -- $(PYTHON) train.py"
+endif
 
 build-debug: deps
 	cmake --preset debug >/dev/null
@@ -41,7 +62,8 @@ test: test-unit test-e2e test-debug
 # several GB that runs on the CPU), and a build of the adapter against its torch.
 TORCH2_VENV := .venv-torch2
 TORCH2_PINS := torch==2.15.0 torchvision==0.29.2 pybind11==2.13.6 numpy==2.4.6 pytest==9.2.0
-TORCH2_BUILD := build/torch2
+TORCH2_PYTHON := $(CURDIR)/$(TORCH2_VENV)/bin/python
+TORCH2_BUILD = $(word 1,$(shell $(TORCH2_PYTHON) cmake/interpreter_facts.py --make))
 
 # Reinstalls (pip keeps what already satisfies a pin) when the pins above change.
 $(TORCH2_VENV)/.installed: Makefile
@@ -51,14 +73,31 @@ $(TORCH2_VENV)/.installed: Makefile
 
 venv-torch2: $(TORCH2_VENV)/.installed
 
-build-torch2: deps venv-torch2
-	cmake -S . -B $(TORCH2_BUILD) -DCMAKE_BUILD_TYPE=Release \
-	  -DUPGUARD_PYTHON=$(CURDIR)/$(TORCH2_VENV)/bin/python >/dev/null
-	cmake --build $(TORCH2_BUILD) -j $(JOBS) --target upguard upguard_python
+# build/torch-2.15.0-cp311
+build-torch2: venv-torch2
+	$(MAKE) build PYTHON=$(TORCH2_PYTHON)
 
 test-e2e-torch2: build-torch2
-	UPGUARD_BUILD=$(CURDIR)/$(TORCH2_BUILD) UPGUARD_TEST_PYTHON=$(CURDIR)/$(TORCH2_VENV)/bin/python \
-	  $(TORCH2_VENV)/bin/python -m pytest -q tests/e2e
+	UPGUARD_BUILD=$(CURDIR)/$(TORCH2_BUILD) UPGUARD_TEST_PYTHON=$(TORCH2_PYTHON) \
+	  $(TORCH2_PYTHON) -m pytest -q tests/e2e
+
+# `upguard record` loads the adapter built for the command's torch, or stops with exit code 2
+# before the command runs (tests/e2e/test_adapter_select.py; the torch 2.x cases skip without
+# the venv, the positive one without build-torch2).
+test-adapter-select: build
+	UPGUARD_BUILD=$(CURDIR)/$(RELEASE) UPGUARD_TORCH2_PYTHON=$(TORCH2_PYTHON) \
+	  $(PYTHON) -m pytest -q tests/e2e/test_adapter_select.py
+
+# `pip install --no-build-isolation .` into a throwaway venv that sees the torch 2.x venv's
+# packages (a .pth file: torch is not installed again), then a recording with the installed
+# `upguard` command (tests/pip/test_pip_install.py). The build directory build/pip-<wheel tag>
+# is kept, so a rerun only relinks.
+PIP_VENV := build/pip-venv-torch2
+SKBUILD_PIN := scikit-build-core==1.1.2
+test-pip-torch2: deps venv-torch2
+	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) UPGUARD_PIP_VENV=$(CURDIR)/$(PIP_VENV) \
+	  UPGUARD_TORCH2_PYTHON=$(TORCH2_PYTHON) UPGUARD_SKBUILD_PIN=$(SKBUILD_PIN) \
+	  $(TORCH2_PYTHON) -m pytest -q tests/pip
 
 # Benchmarks with side-by-side ratios; writes BENCHMARKS.md.
 bench: build

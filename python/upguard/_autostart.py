@@ -57,7 +57,33 @@ def _fix_torchrun_std_parsing() -> None:
     api.Std.from_str = staticmethod(from_str)
 
 
+def _check_build() -> None:
+    """Stops the program (exit code 2) when the adapter is built for another torch.
+
+    Before `_C` is imported: loading it into another torch fails on a C++ symbol at best. The
+    program is stopped rather than left to run unrecorded: under `upguard record` a run that
+    records nothing must not pass silently, and hours of training later "recorded nothing"
+    would be the first sign. Nothing of the program has run yet but its `import torch`.
+    """
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location(
+        "_upguard_build_check", os.path.join(here, "_build_check.py"))
+    if spec is None or spec.loader is None:
+        return
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    message = check.mismatch_message(sys.modules["torch"].__version__)
+    if message is None:
+        return
+    print(f"{message}\nupguard: stopped before the program ran unrecorded (exit code 2)",
+          file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(2)
+
+
 def _start_from_env() -> None:
+    _check_build()
     if _is_torchrun_launcher():
         _fix_torchrun_std_parsing()
         # The workers inherit the environment: they put the launch command in their metadata.

@@ -8,7 +8,12 @@ from typing import Dict, Optional, Sequence, Union
 
 import torch
 
-from upguard import _C
+from upguard._build_check import mismatch_message
+
+if mismatch_message(torch.__version__) is not None:  # before _C, which would fail to load
+    raise ImportError(mismatch_message(torch.__version__))
+
+from upguard import _C  # noqa: E402
 from upguard._meta import backend_flags, engine_meta_json
 from upguard._modules import ModuleScopes
 from upguard._state import REGISTRY

@@ -19,13 +19,25 @@ std::string EnvOr(const char* name, const std::string& fallback) {
 
 }  // namespace
 
+std::vector<std::string> OwnPythonPackageDirs() {
+  std::vector<std::string> dirs = {ExecutableDir() + "/python"};
+  if (std::string installed = UPGUARD_INSTALLED_PYTHON_DIR; !installed.empty()) {
+    dirs.push_back(ExecutableDir() + "/" + installed);
+  }
+  dirs.push_back(UPGUARD_BUILD_PYTHON_DIR);
+  return dirs;
+}
+
 std::string PythonPackageDir() {
-  std::string next_to_binary = ExecutableDir() + "/python";
-  if (std::filesystem::exists(next_to_binary + "/upguard/__init__.py")) {
-    return EnvOr("UPGUARD_PYTHONPATH", next_to_binary);
+  for (const std::string& dir : OwnPythonPackageDirs()) {
+    if (std::filesystem::exists(dir + "/upguard/__init__.py")) {
+      return EnvOr("UPGUARD_PYTHONPATH", dir);
+    }
   }
   return EnvOr("UPGUARD_PYTHONPATH", UPGUARD_BUILD_PYTHON_DIR);
 }
+
+std::string SourceDir() { return UPGUARD_SOURCE_DIR; }
 
 std::string ExamplesDir() { return EnvOr("UPGUARD_EXAMPLES", UPGUARD_SOURCE_DIR "/examples"); }
 

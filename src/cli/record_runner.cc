@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "base/file.h"
+#include "cli/adapter_select.h"
 #include "cli/paths.h"
 #include "cli/run_staging.h"
 
@@ -19,8 +20,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void SetChildEnvironment(const RecordRequest& request, const std::string& abs_dir) {
-  const std::string package = PythonPackageDir();
+void SetChildEnvironment(const RecordRequest& request, const std::string& abs_dir,
+                         const std::string& package) {
   std::string python_path = package + "/upguard/_bootstrap:" + package;
   if (const char* old = std::getenv("PYTHONPATH"); old != nullptr && old[0] != '\0') {
     python_path += std::string(":") + old;
@@ -53,6 +54,9 @@ std::string HumanBytes(uint64_t bytes) {
 }  // namespace
 
 StatusOr<RecordOutcome> RunRecorded(const RecordRequest& request) {
+  // The adapter built for the command's torch, or the error that says how to build it, before
+  // anything runs or is written.
+  ASSIGN_OR_RETURN(const std::string package, SelectAdapter(request.command, request.cwd));
   ASSIGN_OR_RETURN(std::unique_ptr<RunStaging> staging,
                    RunStaging::Begin(request.run_dir, request.overwrite));
   // The command and every process it starts (torchrun's workers) record into the staging
@@ -72,7 +76,7 @@ StatusOr<RecordOutcome> RunRecorded(const RecordRequest& request) {
   if (pid < 0) return IoError(std::string("fork: ") + strerror(errno));
   if (pid == 0) {
     close(exec_pipe[0]);
-    SetChildEnvironment(request, abs_dir);
+    SetChildEnvironment(request, abs_dir, package);
     if (!request.cwd.empty() && chdir(request.cwd.c_str()) != 0) {
       int error = errno;
       (void)!write(exec_pipe[1], &error, sizeof(error));
