@@ -55,9 +55,11 @@ test-e2e: build
 test-debug: build-debug
 	ctest --preset debug -j $(JOBS)
 
-test: test-unit test-e2e test-debug
+# Both torches: Debian's 1.13 (the default build) and PyPI's 2.x (a project venv, downloaded
+# once), whose e2e suite, adapter selection and `pip install .` run last.
+test: test-unit test-e2e test-debug test-e2e-torch2 test-pip-torch2
 
-# torch 2.x from PyPI beside Debian's 1.13 (issue 13, in progress; not yet part of `make test`):
+# torch 2.x from PyPI beside Debian's 1.13 (issue 13):
 # a project venv with pinned versions, installed once (PyPI's Linux wheel is a CUDA build of
 # several GB that runs on the CPU), and a build of the adapter against its torch.
 TORCH2_VENV := .venv-torch2
