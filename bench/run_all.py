@@ -67,6 +67,43 @@ def training_section(build: Path, quick: bool) -> str:
             "\n\n" + "\n".join(verdicts))
 
 
+def torches_section(build: Path, quick: bool) -> str:
+    """The training overhead under Debian's torch 1.13 and PyPI's torch 2.x, one after the
+    other in this run: the same GPT, steps and configurations (ratios are within each torch)."""
+    torch2 = REPO / ".venv-torch2" / "bin" / "python"
+    facts = subprocess.run([str(torch2), "cmake/interpreter_facts.py", "--make"], cwd=REPO,
+                           capture_output=True, text=True) if torch2.exists() else None
+    builds = [("1.13 (Debian)", PYTHON, build)]
+    if facts is not None and facts.returncode == 0:
+        builds.append(("2.x (PyPI)", str(torch2), REPO / facts.stdout.split()[0]))
+    out = ["## Training overhead on both torches", "",
+           "`bench/training_overhead.py` under each torch, one after the other in one run "
+           "(`bench/run_all.py --only torches`); each ratio is to the untraced step of the "
+           "same torch.", "",
+           "| torch | model | configuration | step (ms) | ratio to untraced | ops/step | "
+           "bytes/op |", "|---|---|---|---:|---:|---:|---:|"]
+    for label, python, torch_build in builds:
+        env = dict(os.environ, PYTHONPATH=str(torch_build / "python"))
+        with tempfile.NamedTemporaryFile(suffix=".json") as rows_file:
+            version = run([python, "-c", "import torch; print(torch.__version__)"])
+            result = run([python, "bench/training_overhead.py", "--json", rows_file.name] +
+                         (["--quick"] if quick else []), env=env)
+            try:
+                rows = json.load(open(rows_file.name))
+            except (OSError, ValueError):
+                out.append(f"| {label} | - | {result} | | | | |")
+                continue
+        for row in rows:
+            if row["config"] not in ("untraced", "digests", "digests+stats"):
+                continue
+            ops = f"{row['ops']:.0f}" if row.get("ops") else "-"
+            per_op = f"{row['bytes'] / row['ops']:.0f}" if row.get("bytes") and row.get(
+                "ops") else "-"
+            out.append(f"| {version} | {row['size']} | {row['config']} | {row['step_ms']:.1f} | "
+                       f"{row['ratio']:.2f}x | {ops} | {per_op} |")
+    return "\n".join(out)
+
+
 def find(build: Path, name: str):
     hits = sorted(build.rglob(name))
     return hits[0] if hits else None
@@ -103,7 +140,8 @@ def multirank_section(build: Path, quick: bool) -> str:
                 (["--steps", "8", "--repeat", "3"] if quick else [])))
 
 
-SECTIONS = {"training": training_section, "digest": lambda build, quick: digest_section(build),
+SECTIONS = {"training": training_section, "torches": torches_section,
+            "digest": lambda build, quick: digest_section(build),
             "diff": lambda build, quick: diff_section(build), "multirank": multirank_section}
 
 
