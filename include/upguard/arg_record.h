@@ -22,9 +22,12 @@ enum class Phase : uint8_t {
   kBackward = 2,
   kOptimizer = 3,
   kInput = 4,  // the input pipeline: DataLoader work in the training process (version 3)
+  // A forward op run again during backward (activation checkpointing), attributed to the
+  // module whose forward runs again (version 4, trace.md §5.3.3).
+  kRecompute = 5,
 };
-inline constexpr Phase kMaxPhase = Phase::kInput;
-// "other", "forward", "backward", "optimizer", "input"
+inline constexpr Phase kMaxPhase = Phase::kRecompute;
+// "other", "forward", "backward", "optimizer", "input", "recompute"
 std::string_view PhaseName(Phase phase);
 
 // What one argument (input) or result (output) of an op holds. Serialized: never renumber.

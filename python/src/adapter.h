@@ -83,6 +83,9 @@ void RecordModelInputs(const std::vector<HostTensor>& tensors);
 // when the next top-level op reads its call site (call_site.h).
 void EnterModule(const std::string& path, const void* frame);
 void ExitModule(const void* frame);
+// Whether an autograd node runs on the calling thread: a module call that begins now is a
+// forward recomputed in backward (activation checkpointing), not a new model call.
+bool InBackward();
 
 // What a tensor of the model is to it (python/upguard/_state.py numbers them alike).
 enum class TensorRole : uint8_t {

@@ -23,6 +23,9 @@ std::string CurrentCallSite();
 struct ModuleCall {
   std::string_view path;
   const void* frame = nullptr;
+  // How many autograd nodes ran on the thread when the call began: above 0, the forward runs
+  // again inside backward (activation checkpointing, thread_state.h).
+  size_t node_level = 0;
 };
 
 struct PythonContext {

@@ -230,6 +230,7 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "exit_module", [](const py::object& frame) { adapter::ExitModule(frame.ptr()); },
       py::arg("frame"));
+  m.def("in_backward", &adapter::InBackward);
   m.def(
       "probe_writes",
       [](bool on) {

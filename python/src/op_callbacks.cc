@@ -48,6 +48,7 @@ bool StartsWith(std::string_view s, std::string_view prefix) {
 // forward and between the step's first module call and its backward (the loss); everything
 // else (initialization, data preparation, gradient clipping, zero_grad) is "other".
 Phase CurrentPhase(const ThreadState& ts, const Session& session) {
+  if (ts.Recomputing()) return Phase::kRecompute;
   if (!ts.nodes.empty()) return Phase::kBackward;
   if (ts.optimizer > 0) return Phase::kOptimizer;
   if (ts.zero_grad > 0) return Phase::kOther;
@@ -66,14 +67,16 @@ std::unique_ptr<at::ObserverContext> EnterOp(const at::RecordFunction& fn, Threa
   const OpInfo& info = LookupOpInfo(fn);
   if (info.skip) return nullptr;
 
-  const bool backward = !ts.nodes.empty();
-  if (depth == 0 && !backward) {
+  // A recompute op is read like a forward op: module stack, call site, the nodes it creates.
+  if (depth == 0 && (ts.nodes.empty() || ts.Recomputing())) {
     ts.python_known = false;
     ts.first_node = at::sequence_number::peek();
   }
   if (!recorder->Wants(fn.name(), depth)) return nullptr;
   if (!session->rng_recorded()) RecordRngState(*session);
-  if (!backward) ts.ReadPython();  // module calls that raised are no forward scope
+  // Module calls that raised are no forward scope (a recompute that stopped early included).
+  if (ts.nodes.empty() || ts.Recomputing()) ts.ReadPython();
+  const bool backward = !ts.nodes.empty() && !ts.Recomputing();
   const Phase phase = CurrentPhase(ts, *session);
 
   ts.busy = true;
@@ -149,6 +152,7 @@ void ExitNode(ThreadState& ts) {
   if (ts.nodes.empty()) return;
   ts.depth = ts.nodes.back().saved_depth;
   ts.nodes.pop_back();
+  ts.DropModuleCallsAbove(ts.nodes.size());
 }
 
 // As Optimizer.step begins: the gradients of this step and the optimizer's state get their
@@ -215,7 +219,8 @@ RecordedOp ExitOp(const at::RecordFunction& fn, at::ObserverContext* ctx_base, T
   Recorder* recorder = session->recorder();
   const OpInfo& info = LookupOpInfo(fn);
   TrackResults(info, fn.outputs());
-  if (depth == 0 && ts.nodes.empty() && recorder->StepWanted() && !at::in_parallel_region()) {
+  if (depth == 0 && (ts.nodes.empty() || ts.Recomputing()) && recorder->StepWanted() &&
+      !at::in_parallel_region()) {
     RememberOrigins(ts, *session);
   }
   if (ctx_base == nullptr) return {};
@@ -331,11 +336,14 @@ std::vector<at::CallbackHandle> InstallCallbacks() {
 // adapter.h: the module scopes and tensor names, from Python's hooks.
 
 void EnterModule(const std::string& path, const void* frame) {
-  Tls().modules.push_back(ModuleCall{Pooled(path), frame});
+  ThreadState& ts = Tls();
+  ts.modules.push_back(ModuleCall{Pooled(path), frame, ts.nodes.size()});
   if (Session* session = Session::Active()) session->NoteForward();
 }
 
 void ExitModule(const void* frame) { Tls().PopModuleCall(frame); }
+
+bool InBackward() { return !Tls().nodes.empty(); }
 
 void RefreshTensorNames() {
   ThreadState& ts = Tls();

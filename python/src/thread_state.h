@@ -66,6 +66,18 @@ struct ThreadState {
     ReadPython();
     return modules.empty() ? std::string_view() : modules.back().path;
   }
+  // A module's forward runs again inside the innermost running autograd node: activation
+  // checkpointing recomputes what the node needs (non-reentrant: while unpacking a saved
+  // tensor; reentrant: in CheckpointFunction's backward). Its ops are phase recompute. The
+  // behaviour, not torch.utils.checkpoint's internals, decides it. Without ReadPython, a call
+  // whose forward raised (the non-reentrant recompute stops early by raising) may still count.
+  bool Recomputing() const {
+    return !nodes.empty() && !modules.empty() && modules.back().node_level == nodes.size();
+  }
+  // As a node ends: module calls begun inside it have ended too (or raised).
+  void DropModuleCallsAbove(size_t node_level) {
+    while (!modules.empty() && modules.back().node_level > node_level) modules.pop_back();
+  }
 };
 
 inline ThreadState& Tls() {

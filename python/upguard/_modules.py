@@ -16,6 +16,10 @@ program caught it. Normally the top entry's frame is a few frames up, so the wal
 _C keeps the same frames in its per-thread stack and drops a call that left the chain at the
 next top-level op, so the ops between the ``except`` and the next hook get the right module too;
 ``_C.exit_module(frame)`` pops that call (and any above it) if it is still there.
+
+Activation checkpointing runs a block's forward again during backward: its hooks fire then with
+an empty stack, but the call is no new outermost module call (``_C.in_backward()``); the paths
+are those resolved in the forward, and _C records its ops as phase recompute.
 """
 
 from __future__ import annotations
@@ -138,7 +142,9 @@ class ModuleScopes:
     def _enter(self, module: torch.nn.Module, inputs: Any) -> None:
         call = sys._getframe(1)  # Module._call_impl of this call
         self.resync(call)
-        if not self._stack:
+        # A module call that begins inside backward re-runs a forward (activation
+        # checkpointing): not a new model call, so no root and no batch (_C marks its ops).
+        if not self._stack and not _C.in_backward():
             if self._on_first_call is not None:
                 first_call, self._on_first_call = self._on_first_call, None
                 first_call()

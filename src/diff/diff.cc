@@ -209,13 +209,15 @@ bool StepsIdentical(const StepInfo& sa, const StepInfo& sb) {
 }
 
 // From version 3 on, a step digest covers exactly what the comparison compares (trace.md §5.4):
-// differing digests mean some compared op differs.
+// differing digests mean some compared op differs. Version 4 (phase recompute) left the digest
+// as version 3 defines it, so 3 and 4 compare with each other.
 constexpr uint16_t kFirstComparableDigestVersion = 3;
 
 bool DigestsDiffer(const RankTrace& ta, const StepInfo& sa, const RankTrace& tb,
                    const StepInfo& sb) {
-  return ta.version >= kFirstComparableDigestVersion && ta.version == tb.version && sa.end &&
-         sb.end && sa.end->digest != sb.end->digest;
+  return ta.version >= kFirstComparableDigestVersion &&
+         tb.version >= kFirstComparableDigestVersion && sa.end && sb.end &&
+         sa.end->digest != sb.end->digest;
 }
 
 // A step cut short is compared with the other run's ops up to the same count: the ops the

@@ -19,7 +19,8 @@ bool ParseCount(std::string_view text, uint64_t* out) {
 }
 
 std::optional<Phase> ParsePhase(std::string_view text) {
-  for (Phase phase : {Phase::kOther, Phase::kForward, Phase::kBackward, Phase::kOptimizer}) {
+  for (Phase phase :
+       {Phase::kOther, Phase::kForward, Phase::kBackward, Phase::kOptimizer, Phase::kRecompute}) {
     if (PhaseName(phase) == text) return phase;
   }
   return std::nullopt;

@@ -24,6 +24,12 @@ std::string OpLine(const OpRecord& op, const RankTrace& trace) {
   return line + "]";
 }
 
+// Whether every listed op is a forward op run again in backward (true for none).
+bool AllRecompute(const std::vector<const OpRecord*>& ops) {
+  return std::all_of(ops.begin(), ops.end(),
+                     [](const OpRecord* op) { return op->phase == Phase::kRecompute; });
+}
+
 // The ops present in one run only: the outermost ones, each with how many ops it encloses.
 void OnlyIn(std::ostringstream& out, const std::string& dir, const char* mark,
             const std::vector<const OpRecord*>& ops, size_t total, const RankTrace& trace) {
@@ -49,6 +55,10 @@ void Structural(const Ctx& ctx, const StructuralDivergence& s) {
           << s.index_a << " (" << ctx.a.dir << ") / #" << s.index_b << " (" << ctx.b.dir << ")\n";
   OnlyIn(ctx.out, ctx.a.dir, "-", s.only_a, s.only_a_count, ctx.ta);
   OnlyIn(ctx.out, ctx.b.dir, "+", s.only_b, s.only_b_count, ctx.tb);
+  if (s.only_a.size() + s.only_b.size() > 0 && AllRecompute(s.only_a) && AllRecompute(s.only_b)) {
+    ctx.out << "    these ops are recomputation: activation checkpointing runs forward ops "
+               "again in backward in one run only.\n";
+  }
   if (!s.realigned) {
     ctx.out << "    the op streams could not be aligned here (too many differences): these ops "
                "were not compared.\n";

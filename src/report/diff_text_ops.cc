@@ -54,7 +54,11 @@ std::string ModelTensors(const Ctx& ctx, const OpRecord& op) {
 void OpHeader(const Ctx& ctx, const OpRecord& op, size_t index) {
   ctx.out << "    op         " << ctx.ta.Str(op.op) << "   (#" << index << " in step " << op.step
           << ", depth " << op.depth << ")\n";
-  ctx.out << "    phase      " << PhaseName(op.phase) << "\n";
+  ctx.out << "    phase      " << PhaseName(op.phase)
+          << (op.phase == Phase::kRecompute
+                  ? "   (forward run again in backward: activation checkpointing)"
+                  : "")
+          << "\n";
   ctx.out << "    module     " << OrDash(ctx.ta.Str(op.module)) << ModelTensors(ctx, op) << "\n";
   ctx.out << "    call site  " << OrDash(ctx.ta.Str(op.call_site)) << "\n";
   if (op.node != kEmptyString) ctx.out << "    autograd   " << ctx.ta.Str(op.node) << "\n";

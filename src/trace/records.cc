@@ -67,6 +67,8 @@ std::string_view PhaseName(Phase phase) {
       return "optimizer";
     case Phase::kInput:
       return "input";
+    case Phase::kRecompute:
+      return "recompute";
   }
   return "unknown";
 }

@@ -130,6 +130,36 @@ op step=0 phase=optimizer depth=0 name=aten::_foreach_mul_
   EXPECT_EQ(op.outputs[1].label, kEmptyString);
 }
 
+// Version 4's phase: text -> binary -> text -> binary gives the same bytes, and the reader
+// sees phase recompute with the module whose forward ran again.
+TEST(TraceTextTest, RecomputePhaseRoundTrip) {
+  const std::string first = TempTracePath("recompute_first.ugt");
+  const std::string second = TempTracePath("recompute_second.ugt");
+  const std::string text = R"(op step=0 phase=forward name=aten::gelu module=blocks.1.mlp.act
+  in self tensor float32[4] digest=@h
+  out tensor float32[4] digest=@g
+op step=0 phase=recompute name=aten::gelu module=blocks.1.mlp.act site=model.py:83
+  in self tensor float32[4] digest=@h
+  out tensor float32[4] digest=@g
+stepend 0
+)";
+  ASSERT_TRUE(FromText(text, first).ok());
+  const std::string printed = ToText(first);
+  EXPECT_NE(printed.find("op step=0 phase=recompute depth=0 name=aten::gelu "
+                         "module=blocks.1.mlp.act site=model.py:83\n"),
+            std::string::npos)
+      << printed;
+  ASSERT_TRUE(FromText(printed, second).ok());
+  EXPECT_EQ(testing::ReadBytes(second), testing::ReadBytes(first));
+  auto back = testing::ReadAll(first);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->records[0].op.phase, Phase::kForward);
+  EXPECT_EQ(back->records[1].op.phase, Phase::kRecompute);
+  auto reader = TraceReader::Open(first);
+  ASSERT_TRUE(reader.ok());
+  EXPECT_EQ((*reader)->version(), 4);
+}
+
 TEST(TraceTextTest, AwkwardStringsRoundTrip) {
   const std::string path = TempTracePath("quotes.ugt");
   const std::string again = TempTracePath("again.ugt");

@@ -130,14 +130,14 @@ TEST_F(TraceDamageTest, HeaderDamage) {
                 "written by 'upguard record'");
 
   damaged = bytes_;
-  StoreLe16(4, &damaged[8]);
+  StoreLe16(5, &damaged[8]);
   WriteBytes(damaged_path, damaged);
   open = TraceReader::Open(damaged_path);
   ASSERT_FALSE(open.ok());
   EXPECT_EQ(open.status().code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(Contains(open.status().message(),
-                       "trace format version 4 is not supported (this "
-                       "upguard reads versions 1 to 3); upgrade"))
+                       "trace format version 5 is not supported (this "
+                       "upguard reads versions 1 to 4); upgrade"))
       << open.status().message();
 
   damaged = bytes_;
@@ -217,6 +217,21 @@ TEST_F(TraceDamageTest, ValidFramesWithBadContents) {
     EXPECT_TRUE(Contains(back->damage->message, c.reason)) << back->damage->message;
     EXPECT_EQ(back->texts, clean_.texts);  // everything before the bad record
   }
+}
+
+// Phase 5 (recompute) is the last one version 4 defines; 6 is from a newer upguard.
+TEST_F(TraceDamageTest, PhaseAfterRecomputeIsDamage) {
+  const std::string path = TempTracePath("phase.ugt");
+  std::string op_payload;
+  for (uint64_t field : {uint64_t{8}, uint64_t{2}}) AppendVarint(field, &op_payload);  // seq, step
+  op_payload.push_back(static_cast<char>(static_cast<uint8_t>(kMaxPhase) + 1));
+  for (uint64_t field : {0, 1, 0, 0, 0, 0, 0}) AppendVarint(field, &op_payload);
+  WriteBytes(path, WithFrame(bytes_, spans_, RecordType::kOp, op_payload));
+  auto back = ReadAll(path);
+  ASSERT_TRUE(back.ok() && back->damage.has_value());
+  EXPECT_TRUE(Contains(back->damage->message, "malformed Op record")) << back->damage->message;
+  EXPECT_EQ(back->texts, clean_.texts);
+  EXPECT_EQ(kMaxPhase, Phase::kRecompute);
 }
 
 TEST_F(TraceDamageTest, OpWithWrongSeqIsDamage) {

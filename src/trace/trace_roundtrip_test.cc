@@ -88,7 +88,7 @@ TEST(TraceRoundTripTest, EveryArgKindPhaseAndStatsReadsBackEqual) {
     EXPECT_EQ(strings.Intern(s), id);
     return id;
   };
-  for (uint8_t phase = 0; phase <= static_cast<uint8_t>(Phase::kOptimizer); ++phase) {
+  for (uint8_t phase = 0; phase <= static_cast<uint8_t>(kMaxPhase); ++phase) {
     OpRecord op;
     op.step = 7;
     op.phase = static_cast<Phase>(phase);
@@ -122,7 +122,7 @@ TEST(TraceRoundTripTest, EveryArgKindPhaseAndStatsReadsBackEqual) {
     written.push_back(op);
   }
   ASSERT_TRUE(writer.EndStep(7).ok());
-  EXPECT_EQ(writer.ops_written(), 4u);
+  EXPECT_EQ(writer.ops_written(), 6u);  // other ... recompute (version 4)
   ASSERT_TRUE(writer.Close().ok());
   ASSERT_TRUE(writer.Close().ok());  // idempotent
 
@@ -139,8 +139,10 @@ TEST(TraceRoundTripTest, EveryArgKindPhaseAndStatsReadsBackEqual) {
   const StepEndRecord& step_end = back->records.back().step_end;
   EXPECT_EQ(back->records.back().type, RecordType::kStepEnd);
   EXPECT_EQ(step_end.step, 7u);
-  EXPECT_EQ(step_end.op_count, 4u);
+  EXPECT_EQ(step_end.op_count, 6u);
   EXPECT_EQ(step_end.digest, digester.Finish());
+  EXPECT_EQ(back->records[5].op.phase, Phase::kRecompute);
+  EXPECT_EQ(PhaseName(Phase::kRecompute), "recompute");
 }
 
 TEST(TraceRoundTripTest, ManyStringsKeepTheirIds) {
@@ -219,7 +221,7 @@ TEST(TraceRoundTripTest, MetaIsTheFirstRecordAndParses) {
   testing::WriteSampleTrace(path);
   auto reader = TraceReader::Open(path);
   ASSERT_TRUE(reader.ok());
-  EXPECT_EQ((*reader)->version(), 3);
+  EXPECT_EQ((*reader)->version(), 4);
   EXPECT_EQ((*reader)->path(), path);
   EXPECT_GT((*reader)->file_size(), kFileHeaderBytes);
   const auto meta = nlohmann::json::parse((*reader)->meta_json());
@@ -235,7 +237,7 @@ TEST(TraceFormatTest, DocumentedExampleBytes) {
   FinishFrame(RecordType::kEnd, &frame);
   EXPECT_EQ(frame, std::string("\x01\x00\x00\x00\x05\x00\x00\x00\x03\x03\x9c\xdf\x84", 13));
   EXPECT_EQ(EncodeFileHeader(MakeFileHeader()),
-            std::string("UPGTRACE\x03\x00\x00\x00\x00\x00\x00\x00", 16));
+            std::string("UPGTRACE\x04\x00\x00\x00\x00\x00\x00\x00", 16));
   const FileHeader header = DecodeFileHeader("UPGTRACE\x07\x00\x02\x00\x01\x00\x00\x00");
   EXPECT_EQ(header.version, 7);
   EXPECT_EQ(header.flags, 2);
