@@ -72,12 +72,12 @@ class CausalSelfAttention(nn.Module):
         if self.sdpa:
             y = F.scaled_dot_product_attention(
                 q, k, v, dropout_p=self.dropout if self.training else 0.0, is_causal=True)
-            y = y.transpose(1, 2).contiguous().view(B, T, C)
-            return ScaleGrad.apply(self.proj(y), self.grad_scale)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-        att = att.masked_fill(~self.mask[:, :, :T, :T], float("-inf"))
-        att = self.attn_drop(F.softmax(att, dim=-1))
-        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+            att = att.masked_fill(~self.mask[:, :, :T, :T], float("-inf"))
+            att = self.attn_drop(F.softmax(att, dim=-1))
+            y = att @ v
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
         if self.log_zero:  # log-probabilities of a softmax with exact zeros: -inf
             y = y + torch.log(att).mean(dim=(1, 3)).unsqueeze(-1)
         return ScaleGrad.apply(self.proj(y), self.grad_scale)

@@ -36,6 +36,7 @@ torch 2.x training idioms, each off by default (the 1.13 op stream is unchanged)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import sys
@@ -164,10 +165,9 @@ def main() -> None:
             starts = starts[::-1]
         x, y = make_batch(data, starts, args.block, shift)
 
-        if args.autocast == "bf16":
-            with torch.autocast("cpu", dtype=torch.bfloat16):
-                loss = forward(x, y)
-        else:
+        autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if args.autocast == "bf16"
+                    else contextlib.nullcontext())
+        with autocast:
             loss = forward(x, y)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

@@ -74,7 +74,7 @@ def test_changed_data_is_a_data_verdict_at_the_model_call(runs, reference):
     d = rank["divergence"]
     assert report["verdict"] == "data" and rank["verdict"] == "data"
     assert (d["op"], d["phase"], d["step"]) == ("upguard::batch", "forward", 2)
-    assert d["call_site"] == f"examples/gpt_train.py:{line_of(TRAIN, 'loss = model(x, y)')}"
+    assert d["call_site"] == f"examples/gpt_train.py:{line_of(TRAIN, 'loss = forward(x, y)')}"
     assert rank["setup"] == (f"input batch differs at step 2 (args[0], args[1] of the model call "
                              f"at {d['call_site']})")
     assert d["producer_a"] == {"found": False} and d["producer_b"] == {"found": False}
