@@ -87,6 +87,35 @@ void ExitModule(const void* frame);
 // forward recomputed in backward (activation checkpointing), not a new model call.
 bool InBackward();
 
+// Ops no RecordFunction announces, announced from Python (python/upguard/_compiled.py): a
+// torch.compile region at its boundary and the kernels Inductor generated for it. Each argument
+// is a tensor (`tensor`: its `_cdata`, kept alive by the caller during the call) or a text
+// (`text`, for a digest of generated code); `role` says what the op does with a tensor.
+enum class AnnouncedRole : uint8_t {
+  kRead = 0,     // read only
+  kWritten = 1,  // read, then written in place (recorded again as an output after the op)
+  kOutput = 2,   // written without being read (its old contents are not recorded)
+};
+struct AnnouncedArg {
+  std::string name;
+  uintptr_t tensor = 0;
+  std::string text;
+  AnnouncedRole role = AnnouncedRole::kRead;
+};
+// Returns a handle for ExitAnnouncedOpFromHost, which must follow on the same thread after the
+// op ran (also when it raised: `results` empty); ops run in between nest inside it. Called with
+// the GIL held.
+// `call_site` ("file:line", may be empty) replaces the one read from the Python frames.
+uint64_t EnterAnnouncedOpFromHost(const std::string& name, const std::vector<AnnouncedArg>& inputs,
+                                  const std::string& call_site);
+void ExitAnnouncedOpFromHost(uint64_t handle, const std::vector<uintptr_t>& results);
+// A tensor made without an ATen op (Inductor's generated code allocates its buffers directly):
+// its memory holds no values until an op writes it, so it is not digested before (`_cdata`).
+void NoteUninitialized(uintptr_t tensor);
+// Counts torch.compile's compilations in progress (dynamo's start and end callbacks): meanwhile
+// no op is recorded, they run on fake tensors.
+void NoteCompiling(bool compiling);
+
 // What a tensor of the model is to it (python/upguard/_state.py numbers them alike).
 enum class TensorRole : uint8_t {
   kParameter = 0,

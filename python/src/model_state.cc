@@ -18,14 +18,6 @@ namespace {
 std::mutex g_source_mu;
 std::function<void(const ModelTensorSink&)> g_source;
 
-// A tensor the model still holds: a new owning reference to its TensorImpl.
-at::Tensor Reclaim(uintptr_t impl) {
-  auto ptr =
-      c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::unsafe_reclaim_from_nonowning(
-          reinterpret_cast<c10::TensorImpl*>(impl));
-  return at::Tensor(std::move(ptr));
-}
-
 // Says once per tensor name that its bytes changed while its cached digest said otherwise.
 void WarnStale(std::string_view name, uint32_t step) {
   static std::mutex mu;
@@ -40,6 +32,13 @@ void WarnStale(std::string_view name, uint32_t step) {
 }
 
 }  // namespace
+
+at::Tensor ReclaimTensor(uintptr_t impl) {
+  auto ptr =
+      c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::unsafe_reclaim_from_nonowning(
+          reinterpret_cast<c10::TensorImpl*>(impl));
+  return at::Tensor(std::move(ptr));
+}
 
 void SetModelTensorSource(std::function<void(const ModelTensorSink&)> source) {
   std::lock_guard<std::mutex> lock(g_source_mu);
@@ -56,7 +55,7 @@ std::vector<NamedTensor> ReadModelTensors() {
   if (!source) return tensors;
   source([&tensors](const ModelTensorRef& ref) {
     if (ref.impl == 0) return;
-    tensors.push_back(NamedTensor{std::string(ref.name), ref.role, Reclaim(ref.impl)});
+    tensors.push_back(NamedTensor{std::string(ref.name), ref.role, ReclaimTensor(ref.impl)});
   });
   return tensors;
 }

@@ -34,6 +34,10 @@ struct NamedTensor {
 // GIL); empty without one or when no module ran yet.
 std::vector<NamedTensor> ReadModelTensors();
 
+// A new owning reference to the TensorImpl at `impl` (a Python tensor's `_cdata`), which the
+// caller keeps alive meanwhile.
+at::Tensor ReclaimTensor(uintptr_t impl);
+
 struct RecordedState {
   RecordedOp recorded;
   HeldInputs held;  // for the capture of a divergence from the reference (record --against)

@@ -232,6 +232,29 @@ PYBIND11_MODULE(_C, m) {
       py::arg("frame"));
   m.def("in_backward", &adapter::InBackward);
   m.def(
+      "enter_op",
+      [](const std::string& name,
+         const std::vector<std::tuple<std::string, uintptr_t, std::string, int>>& inputs,
+         const std::string& call_site) {
+        std::vector<adapter::AnnouncedArg> args;
+        args.reserve(inputs.size());
+        for (const auto& [arg_name, tensor, text, role] : inputs) {
+          args.push_back(adapter::AnnouncedArg{arg_name, tensor, text,
+                                               static_cast<adapter::AnnouncedRole>(role)});
+        }
+        return adapter::EnterAnnouncedOpFromHost(name, args, call_site);
+      },
+      py::arg("name"), py::arg("inputs"), py::arg("call_site") = "",
+      "Records an op no RecordFunction announces (a compiled region, a generated kernel): "
+      "inputs are (name, tensor._cdata or 0, text, role 0 read / 1 read+written / 2 written); "
+      "returns the handle for exit_op.");
+  m.def("exit_op", &adapter::ExitAnnouncedOpFromHost, py::arg("handle"), py::arg("results"),
+        "Ends enter_op's op with its results (tensor._cdata each).");
+  m.def("note_uninitialized", &adapter::NoteUninitialized, py::arg("tensor"),
+        "A tensor (its _cdata) allocated without an ATen op: no values until written.");
+  m.def("note_compiling", &adapter::NoteCompiling, py::arg("compiling"),
+        "torch.compile starts (True) or ends (False) a compilation: no op is recorded meanwhile.");
+  m.def(
       "probe_writes",
       [](bool on) {
         if (on) adapter::StartWriteProbe();

@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 #include <ATen/SequenceNumber.h>
 
+#include <atomic>
 #include <cstring>
 #include <string_view>
 
@@ -26,6 +27,8 @@
 
 namespace upguard::torch_adapter {
 namespace {
+
+std::atomic<int> g_compiling{0};
 
 struct OpContext : at::ObserverContext {
   std::vector<ArgRecord> inputs;
@@ -56,15 +59,14 @@ Phase CurrentPhase(const ThreadState& ts, const Session& session) {
   return session.ForwardBeforeBackward() ? Phase::kForward : Phase::kOther;
 }
 
-std::unique_ptr<at::ObserverContext> EnterOp(const at::RecordFunction& fn, ThreadState& ts,
-                                             uint32_t depth) {
+std::unique_ptr<at::ObserverContext> EnterOp(const OpCall& fn, ThreadState& ts, uint32_t depth) {
   Session* session = Session::Active();
   if (session == nullptr || ts.busy || !session->recorder()->StepWanted() || OnCollectiveWorker() ||
       at::in_parallel_region()) {
     return nullptr;
   }
   Recorder* recorder = session->recorder();
-  const OpInfo& info = LookupOpInfo(fn);
+  const OpInfo& info = fn.info;
   if (info.skip) return nullptr;
 
   // A recompute op is read like a forward op: module stack, call site, the nodes it creates.
@@ -72,7 +74,7 @@ std::unique_ptr<at::ObserverContext> EnterOp(const at::RecordFunction& fn, Threa
     ts.python_known = false;
     ts.first_node = at::sequence_number::peek();
   }
-  if (!recorder->Wants(fn.name(), depth)) return nullptr;
+  if (!recorder->Wants(fn.name, depth)) return nullptr;
   if (!session->rng_recorded()) RecordRngState(*session);
   // Module calls that raised are no forward scope (a recompute that stopped early included).
   if (ts.nodes.empty() || ts.Recomputing()) ts.ReadPython();
@@ -97,9 +99,10 @@ std::unique_ptr<at::ObserverContext> EnterOp(const at::RecordFunction& fn, Threa
       ctx->phase = Phase::kInput;
     }
   }
+  if (!fn.call_site.empty()) ctx->call_site = fn.call_site;
   ArgBatch batch;
-  AppendInputs(info, fn.inputs(), &batch);
-  AppendGeneratorState(info, fn.inputs(), &batch);
+  AppendInputs(info, fn.inputs, &batch);
+  AppendGeneratorState(info, fn.inputs, &batch);
   // State an optimizer creates in its first step is named once it holds it.
   if (LabelArgs(&batch) > 0 && phase == Phase::kOptimizer && !ts.names_refreshed) {
     ts.names_refreshed = true;
@@ -110,10 +113,10 @@ std::unique_ptr<at::ObserverContext> EnterOp(const at::RecordFunction& fn, Threa
   ctx->inputs = recorder->DigestArgs(batch.args);
   RememberDigests(batch, ctx->inputs);
   ctx->held = HoldInputs(info, batch, ctx->inputs, recorder->step(), recorder->ops_in_step(),
-                         fn.name(), ctx->module, ctx->phase);
+                         fn.name, ctx->module, ctx->phase);
   for (int idx : info.written_inputs) {
-    if (static_cast<size_t>(idx) < fn.inputs().size()) {
-      ctx->written.emplace_back(info.input_names[idx], fn.inputs()[idx]);
+    if (static_cast<size_t>(idx) < fn.inputs.size()) {
+      ctx->written.emplace_back(info.input_names[idx], fn.inputs[idx]);
     }
   }
   ts.busy = false;
@@ -169,15 +172,15 @@ void RefreshTensorNamesForStep(ThreadState& ts) {
 
 // Runs `body`; an exception turns recording off instead of reaching the training.
 template <typename Body>
-auto Guarded(const at::RecordFunction& fn, ThreadState& ts, Body body) -> decltype(body()) {
+auto Guarded(const char* op, ThreadState& ts, Body body) -> decltype(body()) {
   try {
     return body();
   } catch (const std::exception& e) {
     ts.busy = false;
-    Session::Disable(fn.name(), e.what());
+    Session::Disable(op, e.what());
   } catch (...) {
     ts.busy = false;
-    Session::Disable(fn.name(), "unknown exception");
+    Session::Disable(op, "unknown exception");
   }
   return decltype(body())();
 }
@@ -195,30 +198,32 @@ void LaunchIfCollective(const at::RecordFunction& fn, ThreadState& ts, uint32_t 
 std::unique_ptr<at::ObserverContext> OnOpEnter(const at::RecordFunction& fn) {
   ThreadState& ts = Tls();
   if (IsEvaluateFunction(fn)) {
-    Guarded(fn, ts, [&] {
+    Guarded(fn.name(), ts, [&] {
       EnterNode(ts, std::string_view(fn.name()).substr(kEvaluateFunction.size()), fn.seqNr());
     });
     return nullptr;
   }
   const uint32_t depth = ts.depth++;
-  auto ctx = Guarded(fn, ts, [&] { return EnterOp(fn, ts, depth); });
+  if (Compiling()) return nullptr;  // fake tensors while torch.compile traces (adapter.h)
+  auto ctx = Guarded(fn.name(), ts, [&] {
+    return EnterOp(OpCall{fn.name(), LookupOpInfo(fn), fn.inputs()}, ts, depth);
+  });
   if (ctx == nullptr && !ts.busy && Session::Active() != nullptr) {
-    Guarded(fn, ts, [&] { ForgetUndeclaredWrites(fn); });
+    Guarded(fn.name(), ts, [&] { ForgetUndeclaredWrites(fn); });
   }
   // After EnterOp: the collective's inputs are digested before they count as in flight.
   if (std::strncmp(fn.name(), "c10d::", 6) == 0) {
-    Guarded(fn, ts, [&] { LaunchIfCollective(fn, ts, depth); });
+    Guarded(fn.name(), ts, [&] { LaunchIfCollective(fn, ts, depth); });
   }
   return ctx;
 }
 
-RecordedOp ExitOp(const at::RecordFunction& fn, at::ObserverContext* ctx_base, ThreadState& ts,
-                  uint32_t depth) {
+RecordedOp ExitOp(const char* name, const OpInfo& info, const std::vector<c10::IValue>& results,
+                  at::ObserverContext* ctx_base, ThreadState& ts, uint32_t depth) {
   Session* session = Session::Active();
   if (session == nullptr || ts.busy) return {};
   Recorder* recorder = session->recorder();
-  const OpInfo& info = LookupOpInfo(fn);
-  TrackResults(info, fn.outputs());
+  TrackResults(info, results);
   if (depth == 0 && (ts.nodes.empty() || ts.Recomputing()) && recorder->StepWanted() &&
       !at::in_parallel_region()) {
     RememberOrigins(ts, *session);
@@ -228,8 +233,8 @@ RecordedOp ExitOp(const at::RecordFunction& fn, at::ObserverContext* ctx_base, T
   ts.busy = true;
   ForgetWrittenInputs(ctx->written);
   ArgBatch batch;
-  AppendOutputs(info, fn.outputs(), &batch);
-  AppendWrittenInputs(ctx->written, fn.outputs(), &batch);
+  AppendOutputs(info, results, &batch);
+  AppendWrittenInputs(ctx->written, results, &batch);
   LabelArgs(&batch);
   if (ctx->phase == Phase::kOptimizer) LabelListElements(&batch, &ts.list_order);
   std::vector<ArgRecord> outputs = recorder->DigestArgs(batch.args);
@@ -239,7 +244,7 @@ RecordedOp ExitOp(const at::RecordFunction& fn, at::ObserverContext* ctx_base, T
     for (const ArgRecord& output : outputs) output_digests.push_back(output.digest);
   }
   OpEvent event;
-  event.op = fn.name();
+  event.op = name;
   event.phase = ctx->phase;
   event.depth = ctx->depth;
   event.module = ctx->module;
@@ -266,8 +271,11 @@ void OnOpExit(const at::RecordFunction& fn, at::ObserverContext* ctx) {
   if (IsEvaluateFunction(fn)) return ExitNode(ts);
   if (ts.depth > 0) --ts.depth;
   const uint32_t depth = ts.depth;
-  const RecordedOp recorded = Guarded(fn, ts, [&] { return ExitOp(fn, ctx, ts, depth); });
-  Guarded(fn, ts,
+  if (Compiling()) return;
+  const RecordedOp recorded = Guarded(fn.name(), ts, [&] {
+    return ExitOp(fn.name(), LookupOpInfo(fn), fn.outputs(), ctx, ts, depth);
+  });
+  Guarded(fn.name(), ts,
           [&] { CollectiveTable::OpExited(depth, ActiveRecorder(), recorded, fn.outputs()); });
 }
 
@@ -276,12 +284,12 @@ std::unique_ptr<at::ObserverContext> OnScopeEnter(const at::RecordFunction& fn) 
   if (fn.scope() == at::RecordScope::USER_SCOPE && IsCollectiveScope(fn.name())) {
     // Opened outside any op: the backend's worker thread runs the collective (collectives.h).
     Session* latest = Session::Latest();
-    return Guarded(fn, ts, [&] {
+    return Guarded(fn.name(), ts, [&] {
       return CollectiveTable::ScopeEntered(latest != nullptr ? &latest->collectives() : nullptr, fn,
                                            /*outside_ops=*/ts.depth == 0);
     });
   }
-  Guarded(fn, ts, [&] {
+  Guarded(fn.name(), ts, [&] {
     if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
       EnterNode(ts, fn.name(), fn.seqNr());
     } else if (StartsWith(fn.name(), "Optimizer.step#")) {
@@ -298,7 +306,7 @@ void OnScopeExit(const at::RecordFunction& fn, at::ObserverContext* ctx) {
   if (ctx != nullptr) {  // only collective scopes have one
     if (ts.busy) return CollectiveTable::ScopeLeft(ctx);
     ts.busy = true;
-    Guarded(fn, ts, [&] { CollectiveTable::ScopeEnded(ctx, ActiveRecorder()); });
+    Guarded(fn.name(), ts, [&] { CollectiveTable::ScopeEnded(ctx, ActiveRecorder()); });
     ts.busy = false;
     return;
   }
@@ -308,7 +316,7 @@ void OnScopeExit(const at::RecordFunction& fn, at::ObserverContext* ctx) {
     if (ts.optimizer > 0 && --ts.optimizer == 0) {
       Session* session = Session::Active();
       if (session != nullptr && !session->explicit_steps()) {
-        Guarded(fn, ts, [&] { EndStep(*session); });
+        Guarded(fn.name(), ts, [&] { EndStep(*session); });
       }
     }
   } else if (StartsWith(fn.name(), "Optimizer.zero_grad#")) {
@@ -344,6 +352,33 @@ void EnterModule(const std::string& path, const void* frame) {
 void ExitModule(const void* frame) { Tls().PopModuleCall(frame); }
 
 bool InBackward() { return !Tls().nodes.empty(); }
+
+void SetCompiling(bool compiling) {
+  if (compiling) {
+    g_compiling.fetch_add(1);
+  } else if (g_compiling.fetch_sub(1) <= 0) {
+    g_compiling.store(0);  // an end without its start (callbacks installed mid-compile)
+  }
+}
+
+bool Compiling() { return g_compiling.load(std::memory_order_relaxed) > 0; }
+
+std::unique_ptr<at::ObserverContext> EnterAnnouncedOp(const OpCall& call) {
+  ThreadState& ts = Tls();
+  const uint32_t depth = ts.depth++;
+  if (Compiling()) return nullptr;
+  return Guarded(call.name, ts, [&] { return EnterOp(call, ts, depth); });
+}
+
+void ExitAnnouncedOp(const OpCall& call, std::unique_ptr<at::ObserverContext> ctx,
+                     const std::vector<c10::IValue>& results) {
+  ThreadState& ts = Tls();
+  if (ts.depth > 0) --ts.depth;
+  const uint32_t depth = ts.depth;
+  if (Compiling()) return;
+  Guarded(call.name, ts,
+          [&] { return ExitOp(call.name, call.info, results, ctx.get(), ts, depth); });
+}
 
 void RefreshTensorNames() {
   ThreadState& ts = Tls();

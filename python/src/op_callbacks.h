@@ -23,11 +23,39 @@
 
 #include <ATen/record_function.h>
 
+#include <memory>
 #include <vector>
+
+#include "op_info.h"
 
 namespace upguard::torch_adapter {
 
 // Installs the callbacks (Session::Start); at::removeCallback takes them off again.
 std::vector<at::CallbackHandle> InstallCallbacks();
+
+// One call of an op: its name (alive for the whole recording: an operator's, or pooled), what
+// its arguments are, and their values.
+struct OpCall {
+  const char* name;
+  const OpInfo& info;
+  c10::ArrayRef<const c10::IValue> inputs;
+  // Where the op comes from when the Python frames running it do not say (a generated kernel:
+  // the source line of the code Inductor compiled into it); empty: from the frames.
+  std::string_view call_site = {};
+};
+
+// Ops no RecordFunction announces, recorded like an ATen op by whoever runs them: a compiled
+// region of torch.compile and the kernels Inductor generated for it (announced_ops.h). Enter at
+// the call (digests the inputs; ops run meanwhile nest inside it), exit after it with its
+// results; both on the calling thread, properly nested with the ops around them.
+std::unique_ptr<at::ObserverContext> EnterAnnouncedOp(const OpCall& call);
+void ExitAnnouncedOp(const OpCall& call, std::unique_ptr<at::ObserverContext> ctx,
+                     const std::vector<c10::IValue>& results);
+
+// While torch.compile traces a frame or compiles a graph (dynamo's compile callbacks, from any
+// thread), the ops that run are its tracing on fake tensors, not the training's: none is
+// recorded. A counter: compiles may nest (a lazy backward compile inside a running step).
+void SetCompiling(bool compiling);
+bool Compiling();
 
 }  // namespace upguard::torch_adapter

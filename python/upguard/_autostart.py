@@ -35,6 +35,15 @@ def _is_torchrun_launcher() -> bool:
     return script.endswith(_LAUNCHER_SCRIPTS) or os.path.basename(script) == "torchrun"
 
 
+def _started_by_a_recording() -> bool:
+    """A process started by a process that records (torch's helpers: Inductor's compile
+    workers, its `python -c` CPU probes; a spawned worker): it inherits the environment but is
+    no part of the training, and must not write the run's trace. A recording process says so
+    to its children in UPGUARD_RECORDING_PID (torchrun's launcher records nothing, so its ranks
+    do not inherit it; `upguard record` clears it)."""
+    return bool(os.environ.get("UPGUARD_RECORDING_PID"))
+
+
 def _fix_torchrun_std_parsing() -> None:
     """Debian's torch 1.13 launcher under Python 3.11: `Std.from_str("0")` returns None (Python
     3.11 no longer iterates zero-valued IntFlag members), and the launcher then fails with
@@ -89,6 +98,9 @@ def _start_from_env() -> None:
         # The workers inherit the environment: they put the launch command in their metadata.
         os.environ["UPGUARD_LAUNCHER_ARGV"] = json.dumps(list(getattr(sys, "orig_argv", [])))
         return
+    if _started_by_a_recording():
+        return
+    os.environ["UPGUARD_RECORDING_PID"] = str(os.getpid())
     import upguard
 
     depth = os.environ.get("UPGUARD_RECORD_MAX_DEPTH", "")

@@ -34,6 +34,19 @@ import torch
 
 from upguard import _C
 
+# True while torch.compile traces (dynamo reads it as a constant): the hooks are then traced
+# into the graph, where they must do nothing; the compiled region is recorded as a whole
+# (_compiled.py). torch 1.13 has no compiler.
+_compiling: Callable[[], bool] = getattr(getattr(torch, "compiler", None), "is_compiling",
+                                         lambda: False)
+
+
+def _unwrapped(module: torch.nn.Module) -> torch.nn.Module:
+    """The module torch.compile(module) wraps, so its paths and tensor names are the eager
+    ones ("blocks.0", not "_orig_mod.blocks.0")."""
+    inner = getattr(module, "_orig_mod", None)
+    return inner if isinstance(inner, torch.nn.Module) else module
+
 
 def _tensors(value: Any, name: str, depth: int = 0) -> Iterator[Tuple[str, torch.Tensor]]:
     if isinstance(value, torch.Tensor):
@@ -101,7 +114,8 @@ class ModuleScopes:
             return path
         if not self._stack:
             # A new outermost module: name it and everything under it at once.
-            for name, sub in module.named_modules():
+            self._paths.setdefault(module, "")
+            for name, sub in _unwrapped(module).named_modules():
                 self._paths.setdefault(sub, name)
             return self._paths[module]
         parent = self._stack[-1].module
@@ -140,6 +154,8 @@ class ModuleScopes:
             _C.exit_module(top)
 
     def _enter(self, module: torch.nn.Module, inputs: Any) -> None:
+        if _compiling():
+            return
         call = sys._getframe(1)  # Module._call_impl of this call
         self.resync(call)
         # A module call that begins inside backward re-runs a forward (activation
@@ -149,13 +165,15 @@ class ModuleScopes:
                 first_call, self._on_first_call = self._on_first_call, None
                 first_call()
             if self._on_root is not None:
-                self._on_root(module)
+                self._on_root(_unwrapped(module))
             _record_batch(inputs)
         path = self.path_of(module)
         self._stack.append(_Entry(module, call, threading.get_ident()))
         _C.enter_module(path, call)
 
     def _exit(self, module: torch.nn.Module, inputs: Any, output: Any) -> None:
+        if _compiling():
+            return
         self.resync(sys._getframe(1))  # children of this call that raised inside it
         if self._stack and self._stack[-1].module is module:
             _C.exit_module(self._stack.pop().frame)

@@ -14,6 +14,7 @@ if mismatch_message(torch.__version__) is not None:  # before _C, which would fa
     raise ImportError(mismatch_message(torch.__version__))
 
 from upguard import _C  # noqa: E402
+from upguard import _compiled
 from upguard._meta import backend_flags, engine_meta_json
 from upguard._modules import ModuleScopes
 from upguard._state import REGISTRY
@@ -73,6 +74,7 @@ class Recording:
         _C.start(self._start_options())
         REGISTRY.install()
         self._scopes.install()
+        _compiled.install()
         self._running = True
         _active = self
         return self
@@ -100,6 +102,7 @@ class Recording:
             return
         self._running = False
         _active = None
+        _compiled.remove()
         self._scopes.remove()
         # Thread counts, backend flags etc. as they are now, for the setup check (reading them
         # runs no torch op), and the flags as step 0 began. A program ending by an uncaught

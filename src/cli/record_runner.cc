@@ -38,6 +38,8 @@ void SetChildEnvironment(const RecordRequest& request, const std::string& abs_di
       request.against.empty() ? "" : fs::absolute(request.against).lexically_normal().string();
   setenv("UPGUARD_RECORD_AGAINST", against.c_str(), 1);
   setenv("UPGUARD_RECORD_CONTINUE", request.continue_after_divergence ? "1" : "0", 1);
+  // Set by a recording process for the processes it starts (_autostart.py): not this one's.
+  unsetenv("UPGUARD_RECORDING_PID");
   for (const auto& [name, value] : request.env) setenv(name.c_str(), value.c_str(), 1);
 }
 
