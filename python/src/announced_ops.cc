@@ -63,10 +63,9 @@ uint64_t EnterAnnouncedOpFromHost(const std::string& name, const std::vector<Ann
       op->inputs.emplace_back(arg.text);
     }
   }
-  op->ctx = EnterAnnouncedOp(
-      OpCall{op->name, *op->info,
-             c10::ArrayRef<const c10::IValue>(op->inputs.data(), op->inputs.size()),
-             Pooled(call_site)});
+  op->ctx = EnterAnnouncedOp(OpCall{
+      op->name, *op->info, c10::ArrayRef<const c10::IValue>(op->inputs.data(), op->inputs.size()),
+      Pooled(call_site)});
   // Digested now; the op's context keeps the written ones, read again after it.
   op->inputs.clear();
   return reinterpret_cast<uint64_t>(op.release());

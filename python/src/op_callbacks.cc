@@ -136,6 +136,14 @@ void RememberOrigins(ThreadState& ts, Session& session) {
 // backward scope rather than being an op.
 constexpr std::string_view kEvaluateFunction = "autograd::engine::evaluate_function: ";
 
+// The name an op is recorded by. torch.compile's scope around a compiled frame carries the
+// frame's compile id ("Torch-Compiled Region: 1/0"), which a recompilation counts up (1/1):
+// recorded without it, so the same frame pairs across runs.
+const char* RecordedName(const char* name) {
+  static constexpr std::string_view kCompiledRegion = "Torch-Compiled Region";
+  return StartsWith(name, kCompiledRegion) ? kCompiledRegion.data() : name;
+}
+
 bool IsEvaluateFunction(const at::RecordFunction& fn) {
   return StartsWith(fn.name(), kEvaluateFunction);
 }
@@ -206,7 +214,7 @@ std::unique_ptr<at::ObserverContext> OnOpEnter(const at::RecordFunction& fn) {
   const uint32_t depth = ts.depth++;
   if (Compiling()) return nullptr;  // fake tensors while torch.compile traces (adapter.h)
   auto ctx = Guarded(fn.name(), ts, [&] {
-    return EnterOp(OpCall{fn.name(), LookupOpInfo(fn), fn.inputs()}, ts, depth);
+    return EnterOp(OpCall{RecordedName(fn.name()), LookupOpInfo(fn), fn.inputs()}, ts, depth);
   });
   if (ctx == nullptr && !ts.busy && Session::Active() != nullptr) {
     Guarded(fn.name(), ts, [&] { ForgetUndeclaredWrites(fn); });
@@ -273,7 +281,7 @@ void OnOpExit(const at::RecordFunction& fn, at::ObserverContext* ctx) {
   const uint32_t depth = ts.depth;
   if (Compiling()) return;
   const RecordedOp recorded = Guarded(fn.name(), ts, [&] {
-    return ExitOp(fn.name(), LookupOpInfo(fn), fn.outputs(), ctx, ts, depth);
+    return ExitOp(RecordedName(fn.name()), LookupOpInfo(fn), fn.outputs(), ctx, ts, depth);
   });
   Guarded(fn.name(), ts,
           [&] { CollectiveTable::OpExited(depth, ActiveRecorder(), recorded, fn.outputs()); });

@@ -144,6 +144,13 @@ def _tensor_args(values: Sequence[Any], prefix: str, roles: Dict[int, int]
     return args
 
 
+def _kernel_op(kernel: str) -> str:
+    """The op name of a generated kernel: its name without the number Inductor appends
+    ("cpp_fused_gelu_6"), which counts the graph's kernels and so changes for every kernel
+    after one added or removed, while the fused ops it lists do not."""
+    return "inductor::" + re.sub(r"_\d+$", "", kernel)
+
+
 def _wrap_kernels(graph: Any, info: _Graph) -> None:
     """Replaces the generated module's kernel globals by ones that record each call."""
     call = getattr(graph, "current_callable", None)
@@ -159,7 +166,7 @@ def _wrap_kernels(graph: Any, info: _Graph) -> None:
     for name, (arg_names, roles, where) in info.kernels.items():
         kernel = module_globals.get(name)
         if callable(kernel):
-            module_globals[name] = _recorded_kernel(kernel, f"inductor::{name}", arg_names,
+            module_globals[name] = _recorded_kernel(kernel, _kernel_op(name), arg_names,
                                                     roles, where)
 
 
