@@ -45,6 +45,9 @@ options:
                      divergence capture the op's tensors, stop the program, re-run REF up to
                      that op and explain the difference (exit code 1)
   --continue         with --against: record on after the first divergence
+  --no-compile       run with torch.compile disabled (TORCH_COMPILE_DISABLE=1): compiled
+                     regions run eagerly, so every op is recorded and a run can be compared op
+                     by op with an eager one (docs/torch-compile.md)
 
 exit code: the command's own (1 after a divergence with --against); 2 if upguard could not
 run it, DIR holds a run and --overwrite was not given, or the command exited 0 having
@@ -63,7 +66,8 @@ StatusOr<int> RunRecordCommand(int argc, char** argv) {
                          {"no-stats", 0, false},
                          {"capture", 0, true},
                          {"against", 0, true},
-                         {"continue", 0, false}});
+                         {"continue", 0, false},
+                         {"no-compile", 0, false}});
   RETURN_IF_ERROR(flags.Parse(argc, argv, 2));
   if (!flags.Has("out")) return InvalidArgument("missing -o DIR (the run directory to write)");
   if (flags.rest().empty()) {
@@ -88,6 +92,7 @@ StatusOr<int> RunRecordCommand(int argc, char** argv) {
   request.max_depth = static_cast<int>(max_depth);
   request.ops = flags.Get("ops");
   request.stats = !flags.Has("no-stats");
+  if (flags.Has("no-compile")) request.env.emplace_back("TORCH_COMPILE_DISABLE", "1");
   if (flags.Has("capture")) {
     RETURN_IF_ERROR(ParseCaptureSelector(flags.Get("capture")).status());
     request.capture = flags.Get("capture");

@@ -189,16 +189,49 @@ Status RankWalk::WalkStep(const std::shared_ptr<const StepOps>& step_a,
   return Status::Ok();
 }
 
+// torch.compile's ops as upguard records them: the compiled frame's scope, the compiled graph
+// and the kernels Inductor generated for it (python/upguard/_compiled.py).
+bool IsCompiledOp(const OpRecord& op, const RankTrace& trace) {
+  const std::string name = trace.Str(op.op);
+  return name == "Torch-Compiled Region" || name.rfind("inductor::", 0) == 0;
+}
+
+int CompiledOnly(const StructuralDivergence& s, const RankTrace& ta, const RankTrace& tb) {
+  auto any = [](const std::vector<const OpRecord*>& ops, const RankTrace& trace) {
+    return std::any_of(ops.begin(), ops.end(),
+                       [&](const OpRecord* op) { return IsCompiledOp(*op, trace); });
+  };
+  const bool a = any(s.only_a, ta);
+  const bool b = any(s.only_b, tb);
+  return a == b ? 0 : (a ? 1 : 2);
+}
+
+void NoteCompiledBlocks(const RankTrace& ta, const RankTrace& tb, RankDiff* diff) {
+  if (diff->structural) diff->structural->compiled_only = CompiledOnly(*diff->structural, ta, tb);
+  if (!diff->structure) return;
+  for (StructuralDivergence& block : diff->structure->first_blocks) {
+    block.compiled_only = CompiledOnly(block, ta, tb);
+  }
+}
+
+// Whether the structural difference `s` comes no later than the numerical divergence `n`.
+bool NoLater(const StructuralDivergence& s, const NumericDivergence& n) {
+  return s.step < n.a.step || (s.step == n.a.step && s.index_a <= n.a.index);
+}
+
 // The verdict of a rank: its first numerical divergence, unless an op that only one run ran
-// produced the differing input (then that structural difference is the cause); else structural
-// when a block counts; else identical.
+// produced the differing input (then that structural difference is the cause), or one run ran
+// compiled code where the other ran eager ops before it (what follows is not comparable op by
+// op); else structural when a block counts; else identical.
 Verdict RankVerdict(const RankDiff& diff) {
   if (diff.latent) return Verdict::kLatent;  // found before any numerical divergence
   if (diff.numeric) {
     const NumericDivergence& n = *diff.numeric;
     const bool caused_by_structure =
         n.verdict == Verdict::kPropagated && (n.producer_a.unpaired || n.producer_b.unpaired);
-    if (!caused_by_structure || !diff.structural) return n.verdict;
+    const bool after_compiled =
+        diff.structural && diff.structural->compiled_only != 0 && NoLater(*diff.structural, n);
+    if ((!caused_by_structure && !after_compiled) || !diff.structural) return n.verdict;
   }
   return diff.structural ? Verdict::kStructural : Verdict::kIdentical;
 }
@@ -303,6 +336,7 @@ StatusOr<RankDiff> DiffRank(const RankTrace& ta, const RankTrace& tb, const Diff
   NoteIncomplete(ta, "compared", &diff.notes);
   NoteIncomplete(tb, "compared", &diff.notes);
   walk.Finish();
+  NoteCompiledBlocks(ta, tb, &diff);
   diff.verdict = RankVerdict(diff);
   // The invariant: differing step digests are never "identical". Without a tolerance nothing
   // is excused that the digest covers, so a miss here is a gap in the diff, said plainly.

@@ -154,6 +154,10 @@ struct StructuralDivergence {
   // Every op here is nested inside a paired top-level op whose inputs and outputs are
   // identical in both runs: listed, but no divergence.
   bool inside_clean_op = false;
+  // 1: only A's ops here include torch.compile's (a compiled frame, graph or generated kernel,
+  // python/upguard/_compiled.py), 2: only B's; 0: neither or both. A compiled region against
+  // eager ops: bitwise equality is not expected, the ops are not comparable one by one.
+  int compiled_only = 0;
 };
 
 struct StepIndex {

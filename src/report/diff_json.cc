@@ -139,7 +139,8 @@ json StructuralJson(const StructuralDivergence& s, const RankTrace& ta, const Ra
           {"only_b", ListedOpsJson(s.only_b, s.index_b, tb)},
           {"only_a_count", s.only_a_count},
           {"only_b_count", s.only_b_count},
-          {"inside_clean_op", s.inside_clean_op}};
+          {"inside_clean_op", s.inside_clean_op},
+          {"compiled_only", s.compiled_only == 0 ? "" : (s.compiled_only == 1 ? "a" : "b")}};
 }
 
 json WhereJson(const std::optional<StepIndex>& at) {

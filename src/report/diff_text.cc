@@ -59,6 +59,18 @@ void Structural(const Ctx& ctx, const StructuralDivergence& s) {
     ctx.out << "    these ops are recomputation: activation checkpointing runs forward ops "
                "again in backward in one run only.\n";
   }
+  if (s.compiled_only != 0) {
+    const std::string& compiled = s.compiled_only == 1 ? ctx.a.dir : ctx.b.dir;
+    const std::string& eager = s.compiled_only == 1 ? ctx.b.dir : ctx.a.dir;
+    ctx.out << "    torch.compile: " << compiled << " ran a compiled region here (Inductor's "
+            << "fused kernels) where " << eager << " ran eager ops.\n"
+            << "    Bitwise equality is not expected there: Inductor fuses and reorders the "
+               "arithmetic (docs/torch-compile.md\n"
+            << "    gives the measured spread). To find the first op that differs, record the "
+               "compiled run again\n"
+            << "    with `upguard record --no-compile` (the same script, compilation "
+               "disabled).\n";
+  }
   if (!s.realigned) {
     ctx.out << "    the op streams could not be aligned here (too many differences): these ops "
                "were not compared.\n";
