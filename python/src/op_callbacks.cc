@@ -205,6 +205,8 @@ void LaunchIfCollective(const at::RecordFunction& fn, ThreadState& ts, uint32_t 
 
 std::unique_ptr<at::ObserverContext> OnOpEnter(const at::RecordFunction& fn) {
   ThreadState& ts = Tls();
+  // While torch.compile traces, autograd nodes run on fake tensors too: no backward scope.
+  if (IsEvaluateFunction(fn) && Compiling()) return nullptr;
   if (IsEvaluateFunction(fn)) {
     Guarded(fn.name(), ts, [&] {
       EnterNode(ts, std::string_view(fn.name()).substr(kEvaluateFunction.size()), fn.seqNr());
@@ -276,7 +278,7 @@ Recorder* ActiveRecorder() {
 
 void OnOpExit(const at::RecordFunction& fn, at::ObserverContext* ctx) {
   ThreadState& ts = Tls();
-  if (IsEvaluateFunction(fn)) return ExitNode(ts);
+  if (IsEvaluateFunction(fn)) return Compiling() ? void() : ExitNode(ts);
   if (ts.depth > 0) --ts.depth;
   const uint32_t depth = ts.depth;
   if (Compiling()) return;
@@ -289,6 +291,7 @@ void OnOpExit(const at::RecordFunction& fn, at::ObserverContext* ctx) {
 
 std::unique_ptr<at::ObserverContext> OnScopeEnter(const at::RecordFunction& fn) {
   ThreadState& ts = Tls();
+  if (Compiling()) return nullptr;  // torch.compile tracing (adapter.h): no training scope
   if (fn.scope() == at::RecordScope::USER_SCOPE && IsCollectiveScope(fn.name())) {
     // Opened outside any op: the backend's worker thread runs the collective (collectives.h).
     Session* latest = Session::Latest();
@@ -311,6 +314,7 @@ std::unique_ptr<at::ObserverContext> OnScopeEnter(const at::RecordFunction& fn) 
 
 void OnScopeExit(const at::RecordFunction& fn, at::ObserverContext* ctx) {
   ThreadState& ts = Tls();
+  if (Compiling() && ctx == nullptr) return;
   if (ctx != nullptr) {  // only collective scopes have one
     if (ts.busy) return CollectiveTable::ScopeLeft(ctx);
     ts.busy = true;
@@ -375,6 +379,14 @@ std::unique_ptr<at::ObserverContext> EnterAnnouncedOp(const OpCall& call) {
   ThreadState& ts = Tls();
   const uint32_t depth = ts.depth++;
   if (Compiling()) return nullptr;
+  // A compiled forward graph starts the model's forward as a module call does: with
+  // model.compile() the module hooks run inside the graph, traced, and never for real.
+  Session* session = Session::Active();
+  if (session != nullptr && ts.nodes.empty() &&
+      (std::strcmp(call.name, "inductor::forward") == 0 ||
+       std::strcmp(call.name, "inductor::inference") == 0)) {
+    session->NoteForward();
+  }
   return Guarded(call.name, ts, [&] { return EnterOp(call, ts, depth); });
 }
 

@@ -321,10 +321,30 @@ class _Chained(importlib.abc.Loader):
 _finder = _AfterImport()
 
 
-def install() -> None:
-    """Hooks the compiler modules already imported, and the others when they are."""
+def _note_compiled_modules(on_module: Callable[[torch.nn.Module], None]) -> None:
+    """model.compile() compiles the module's whole call, its hooks included: the module hooks
+    never see it run, so it is made known to `on_module` (its tensor names) when compiled."""
+    original = getattr(torch.nn.Module, "compile", None)
+    if original is None or hasattr(original, "__upguard_original__"):
+        return
+
+    def compile(self: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+        try:
+            on_module(self)
+        except Exception as error:  # never disturb the training
+            print(f"upguard: compiled module not named: {error}", file=sys.stderr)
+        return original(self, *args, **kwargs)
+    compile.__upguard_original__ = original  # type: ignore[attr-defined]
+    torch.nn.Module.compile = compile  # type: ignore[method-assign]
+    _hooks.undo.append(lambda: setattr(torch.nn.Module, "compile", original))
+
+
+def install(on_module: Callable[[torch.nn.Module], None]) -> None:
+    """Hooks the compiler modules already imported, and the others when they are;
+    `on_module` learns of every module compiled by model.compile()."""
     if not hasattr(torch, "compile"):
         return  # torch 1.x
+    _note_compiled_modules(on_module)
     if _finder not in sys.meta_path:
         sys.meta_path.insert(0, _finder)
     for name in _WATCHED:

@@ -74,7 +74,7 @@ class Recording:
         _C.start(self._start_options())
         REGISTRY.install()
         self._scopes.install()
-        _compiled.install()
+        _compiled.install(on_module=REGISTRY.add_root)
         self._running = True
         _active = self
         return self
