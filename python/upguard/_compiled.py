@@ -317,6 +317,9 @@ class _Chained(importlib.abc.Loader):
         self._loader.exec_module(module)
         _apply(self._name, module)
 
+    def __getattr__(self, name: str) -> Any:  # get_source, get_code, is_package, ...
+        return getattr(self._loader, name)
+
 
 _finder = _AfterImport()
 
