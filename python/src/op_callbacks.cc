@@ -3,7 +3,6 @@
 #include <ATen/Parallel.h>
 #include <ATen/SequenceNumber.h>
 
-#include <cstring>
 #include <string_view>
 
 #include "adapter.h"
@@ -186,7 +185,7 @@ void LaunchIfCollective(const at::RecordFunction& fn, ThreadState& ts, uint32_t 
   Session* session = Session::Active();
   if (session == nullptr || ts.busy || OnCollectiveWorker()) return;
   const OpInfo& info = LookupOpInfo(fn);
-  if (!info.collective) return;
+  if (!info.collective && !info.collective_wait) return;
   ts.busy = true;
   session->collectives().OpEntered(info, fn.inputs(), depth);
   ts.busy = false;
@@ -201,12 +200,16 @@ std::unique_ptr<at::ObserverContext> OnOpEnter(const at::RecordFunction& fn) {
     return nullptr;
   }
   const uint32_t depth = ts.depth++;
+  // A collective's own work on this thread (collectives.h): its exit may complete the call.
+  if (!ts.busy && Guarded(fn, ts, [&] { return EnteringCollectiveImplementation(fn, depth); })) {
+    return nullptr;
+  }
   auto ctx = Guarded(fn, ts, [&] { return EnterOp(fn, ts, depth); });
   if (ctx == nullptr && !ts.busy && Session::Active() != nullptr) {
     Guarded(fn, ts, [&] { ForgetUndeclaredWrites(fn); });
   }
   // After EnterOp: the collective's inputs are digested before they count as in flight.
-  if (std::strncmp(fn.name(), "c10d::", 6) == 0) {
+  if (MayBeCollective(fn.name())) {
     Guarded(fn, ts, [&] { LaunchIfCollective(fn, ts, depth); });
   }
   return ctx;
