@@ -227,6 +227,9 @@ RecordedOp ExitOp(const at::RecordFunction& fn, at::ObserverContext* ctx_base, T
     RememberOrigins(ts, *session);
   }
   if (ctx_base == nullptr) return {};
+  // An op that raised has no results: recorded without them, it would read as an op whose
+  // outputs changed (a functional collective's wait raises when a peer died).
+  if (fn.outputs().empty() && !info.results.empty()) return {};
   auto* ctx = static_cast<OpContext*>(ctx_base);
   ts.busy = true;
   ForgetWrittenInputs(ctx->written);
