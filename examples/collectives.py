@@ -8,6 +8,12 @@ records (gloo in torch 1.13 has no all_to_all or reduce_scatter on the CPU). One
 Two steps of: an asynchronous all-reduce waited for after unrelated ops, broadcast, all_gather,
 reduce, gather, scatter, send/recv around a ring, a barrier, and an all-reduce in
 the group of the even ranks. --plant-rank R makes rank R's contribution differ from step 1 on.
+
+--funcol (torch 2.x) runs the functional collectives instead (torch.distributed.
+_functional_collectives, what DTensor and tensor parallelism issue): all_reduce waited for after
+unrelated ops, broadcast, all_gather_single, reduce_scatter_single (on gloo, an all-reduce of a
+staged copy), all_to_all_single, the in-place all_reduce_, and an all_reduce in the group of
+the even ranks, each result waited for (wait_tensor) before it is used.
 """
 
 from __future__ import annotations
@@ -57,11 +63,35 @@ def step(rank: int, world: int, even: dist.ProcessGroup, scale: float) -> torch.
                       unrelated])
 
 
+def funcol_step(rank: int, world: int, even: dist.ProcessGroup, scale: float) -> torch.Tensor:
+    from torch.distributed import _functional_collectives as funcol
+
+    group = dist.group.WORLD
+    x = torch.arange(8, dtype=torch.float32) * (rank + 1) * scale
+    pending = funcol.all_reduce(x, "sum", group)
+    unrelated = torch.ones(4).mul(3).add(1)  # ops between the launch and the wait
+    y = pending.wait() * 2
+
+    root = funcol.broadcast(torch.full((4,), float(rank)), 0, group).wait()
+    gathered = funcol.all_gather_single(y[:4].contiguous(), 0, group).wait()
+    scattered = funcol.reduce_scatter_single(torch.cat([y[:2]] * world), "sum", 0, group).wait()
+    exchanged = funcol.all_to_all_single(torch.full((world,), float(rank)) + y[1], None, None,
+                                         group).wait()
+    summed = y[4:].clone()
+    torch.ops._c10d_functional.all_reduce_(summed, "sum", group.group_name)
+    torch.ops._c10d_functional.wait_tensor(summed)
+    part = scattered.clone()
+    if rank % 2 == 0:
+        part = funcol.all_reduce(part, "sum", even).wait()
+    return torch.cat([y, root, gathered, scattered, exchanged, summed, part, unrelated])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--plant-rank", type=int, default=-1)
+    parser.add_argument("--funcol", action="store_true")
     args = parser.parse_args()
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -69,7 +99,7 @@ def main() -> None:
     even = dist.new_group([r for r in range(world) if r % 2 == 0])
     for n in range(args.steps):
         scale = 1.5 if rank == args.plant_rank and n >= 1 else 1.0
-        step(rank, world, even, scale)
+        (funcol_step if args.funcol else step)(rank, world, even, scale)
         if upguard is not None and upguard.is_recording():
             upguard.step()
     dist.destroy_process_group()

@@ -14,6 +14,11 @@
 --fsdp2 (torch >= 2.6) shards the model with FSDP2 instead (torch.distributed.fsdp.fully_shard
 on each block and on the whole GPT, on a CPU device mesh): each rank holds a slice of every
 parameter; the forward all-gathers them, the backward reduce-scatters the gradients.
+
+--funcol (torch 2.x) replaces DDP with data parallelism by hand through functional collectives
+(torch.distributed._functional_collectives, the ops DTensor and tensor parallelism issue): the
+initial parameters are broadcast from rank 0, and after each backward every gradient's
+all_reduce is issued before the first is waited on (wait_tensor), then averaged in place.
 """
 
 from __future__ import annotations
@@ -45,6 +50,26 @@ def shard_fsdp2(gpt: GPT, world: int) -> torch.nn.Module:
     return fully_shard(gpt, mesh=mesh)
 
 
+def broadcast_parameters_funcol(gpt: GPT) -> None:
+    """Every rank starts from rank 0's parameters (what DDP's constructor does)."""
+    from torch.distributed import _functional_collectives as funcol
+
+    with torch.no_grad():
+        for param in gpt.parameters():
+            param.copy_(funcol.broadcast(param.detach(), 0, dist.group.WORLD).wait())
+
+
+def all_reduce_gradients_funcol(gpt: GPT, world: int) -> None:
+    """The gradients' all-reduces all in flight at once, then each waited on and averaged."""
+    from torch.distributed import _functional_collectives as funcol
+
+    grads = [param.grad for param in gpt.parameters() if param.grad is not None]
+    pending = [funcol.all_reduce(grad, "sum", dist.group.WORLD) for grad in grads]
+    with torch.no_grad():
+        for grad, reduced in zip(grads, pending):
+            grad.copy_(reduced.wait()).div_(world)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -59,6 +84,7 @@ def main() -> None:
     parser.add_argument("--plant-step", type=int, default=2)
     parser.add_argument("--plant-rank", type=int, default=1)
     parser.add_argument("--fsdp2", action="store_true")
+    parser.add_argument("--funcol", action="store_true")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args()
 
@@ -74,6 +100,9 @@ def main() -> None:
     gpt = GPT(config)
     if args.fsdp2:
         model = shard_fsdp2(gpt, world)
+    elif args.funcol:
+        broadcast_parameters_funcol(gpt)
+        model = gpt
     else:
         # The causal masks are constant bool buffers, which gloo cannot broadcast: not synced.
         DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(
@@ -96,6 +125,8 @@ def main() -> None:
         loss = model(x, y)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        if args.funcol:
+            all_reduce_gradients_funcol(gpt, world)
         optimizer.step()
         if not args.quiet and rank == 0:
             print(f"step {step}: loss {loss.item():.6f}", flush=True)

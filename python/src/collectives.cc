@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <torch/csrc/distributed/c10d/Work.hpp>
+#include <tuple>
 #include <unordered_map>
 
 #include "collective_state.h"
@@ -26,6 +28,10 @@ struct CollectiveCall {
   GroupInfo group;
   uint64_t seq = 0;
   CollectiveTable* table = nullptr;  // the recording that launched it
+  // A functional collective: it writes its results, set at its return, and completes at the
+  // wait_tensor on them (or at its staged writes), never at a backend scope.
+  bool functional = false;
+  std::vector<const c10::StorageImpl*> arg_storages;  // every argument tensor's storage
 
   // Guarded by the table's mutex.
   CallState state = CallState::kLaunched;  // collective_state.h
@@ -39,10 +45,18 @@ struct CollectiveCall {
   // the future completes before the scope ends, so a waiter may read the tensors first), and
   // the recorder on then (null before the return, or when not recording).
   c10::intrusive_ptr<c10::ivalue::Future> future;
+  // A functional call's: the future of the Work its nested c10d op returned, to tell a failed
+  // work (a peer died) at the wait; not a completion route (the wait is).
+  c10::intrusive_ptr<c10::ivalue::Future> nested_future;
   Recorder* recorder = nullptr;
   RecordedOp recorded;
   uint64_t ops_at_completion = 0;  // the recorder's ops_in_step() at completion
   std::vector<ArgRecord> outputs;  // digested at completion, when recorded
+  // Tensors the op made for its work that are none of its own (collectives.h), held so that
+  // their storages are not reused while the call is open; and how many of the written
+  // tensors implementation ops have copied out of them.
+  std::vector<at::Tensor> staging;
+  size_t staged_writes = 0;
 };
 
 namespace {
@@ -58,11 +72,17 @@ struct ScopeContext : at::ObserverContext {
 };
 
 // Per thread: the collective op running (launched at its entry) and its depth; how many
-// collective scopes are open on this thread as the backend's worker.
+// collective scopes are open on this thread as the backend's worker; the wait_tensor ops
+// running, by depth, with the calls they complete; the implementation op running (it reads a
+// staging buffer of `implementing`) and whether it writes the call's output.
 struct ThreadCollectives {
   std::shared_ptr<CollectiveCall> launching;
   uint32_t launching_depth = 0;
   int worker_scopes = 0;
+  std::vector<std::pair<uint32_t, std::vector<std::shared_ptr<CollectiveCall>>>> waits;
+  std::shared_ptr<CollectiveCall> implementing;
+  uint32_t implementing_depth = 0;
+  bool implementing_writes = false;
 };
 
 ThreadCollectives& ThisThread() {
@@ -113,6 +133,16 @@ void ForgetWritten(const CollectiveCall& call) {
   });
 }
 
+const c10::StorageImpl* StorageOf(const at::Tensor& t) {
+  return t.defined() && t.has_storage() ? t.storage().unsafeGetStorageImpl() : nullptr;
+}
+
+bool Contains(const std::vector<const c10::StorageImpl*>& storages,
+              const c10::StorageImpl* storage) {
+  return storage != nullptr &&
+         std::find(storages.begin(), storages.end(), storage) != storages.end();
+}
+
 // The work's future says it is done (a waiter may go on and read the tensors).
 bool FutureDone(const c10::intrusive_ptr<c10::ivalue::Future>& future) {
   return future.defined() && future->completed();
@@ -123,6 +153,23 @@ bool FutureDone(const c10::intrusive_ptr<c10::ivalue::Future>& future) {
 // the error. (The Work itself cannot be asked: its scope ends under the Work's own lock.)
 bool Failed(const c10::intrusive_ptr<c10::ivalue::Future>& future) {
   return future.defined() && (!future->completed() || future->hasError());
+}
+
+// The future of the Work among a c10d op's results; null when there is none, or the Work has
+// no future (its scope's end, or a staged write, completes it).
+c10::intrusive_ptr<c10::ivalue::Future> WorkFuture(const std::vector<c10::IValue>& outputs) {
+  c10::intrusive_ptr<c10::ivalue::Future> future;
+  for (const c10::IValue& value : outputs) {
+    if (!value.isObject()) continue;
+    const c10::ivalue::Object& object = value.toObjectRef();
+    if (object.slots().empty() || !object.getSlot(0).isCapsule()) continue;
+    auto* work = static_cast<c10d::Work*>(object.getSlot(0).toCapsule().get());
+    try {
+      future = work->getFuture();
+    } catch (const std::exception&) {  // Work::getFuture throws for a Work without one
+    }
+  }
+  return future;
 }
 
 // "gloo:all_reduce" and "c10d::allreduce_" both become "allreduce".
@@ -143,13 +190,7 @@ void SetGroupResolver(GroupResolver resolver) {
   g_resolver = std::move(resolver);
 }
 
-GroupInfo CollectiveTable::FindGroup(const void* key) {
-  if (key == nullptr) return {};
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = groups_.find(key);
-    if (it != groups_.end()) return it->second;
-  }
+void CollectiveTable::AskResolver() {
   GroupResolver resolver;
   {
     std::lock_guard<std::mutex> lock(g_resolver_mu);
@@ -161,7 +202,31 @@ GroupInfo CollectiveTable::FindGroup(const void* key) {
   if (resolver) groups = resolver();
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [group_key, info] : groups) groups_[group_key] = std::move(info);
+}
+
+GroupInfo CollectiveTable::FindGroup(const void* key) {
+  if (key == nullptr) return {};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = groups_.find(key);
+    if (it != groups_.end()) return it->second;
+  }
+  AskResolver();
+  std::lock_guard<std::mutex> lock(mu_);
   return groups_[key];  // an unknown group stays unnamed
+}
+
+std::pair<const void*, GroupInfo> CollectiveTable::FindGroupByName(const std::string& name) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (attempt > 0) AskResolver();
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, info] : groups_) {
+      if (info.name == name) return {key, info};
+    }
+  }
+  GroupInfo unknown;
+  unknown.name = name;  // a group torch.distributed does not list: named, without its ranks
+  return {nullptr, unknown};
 }
 
 CallState CollectiveTable::AdvanceLocked(CollectiveCall& call, CallEvent event) {
@@ -177,15 +242,23 @@ void CollectiveTable::DropFinishedLocked() {
                                return call->state == CallState::kFinished;
                              }),
               open_.end());
+  staged_.store(std::count_if(
+      open_.begin(), open_.end(),
+      [](const std::shared_ptr<CollectiveCall>& call) { return !call->staging.empty(); }));
 }
 
-void CollectiveTable::Complete(const std::shared_ptr<CollectiveCall>& call, Recorder* current) {
+void CollectiveTable::Complete(const std::shared_ptr<CollectiveCall>& call, Recorder* current,
+                               bool wait_failed) {
   bool wanted = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!WorkRunning(call->state)) return;  // completed already
     const CallState from = AdvanceLocked(*call, CallEvent::kWorkCompleted);
-    call->failed = Failed(call->future);
+    // A functional call's wait may return before its Work's future completes (a device
+    // stream), so only an error there says it failed.
+    const c10::intrusive_ptr<c10::ivalue::Future>& nested = call->nested_future;
+    call->failed = call->functional ? wait_failed || (FutureDone(nested) && nested->hasError())
+                                    : wait_failed || Failed(call->future);
     wanted = from != CallState::kSettled && !call->failed;  // kSettled: no record to come
   }
   ForgetWritten(*call);
@@ -218,6 +291,7 @@ void CollectiveTable::Reset() {
     AdvanceLocked(*call, CallEvent::kReset);
   }
   open_.clear();
+  staged_.store(0);
 }
 
 std::shared_ptr<CollectiveCall> CollectiveTable::Launch(const OpInfo& info,
@@ -225,14 +299,24 @@ std::shared_ptr<CollectiveCall> CollectiveTable::Launch(const OpInfo& info,
   auto call = std::make_shared<CollectiveCall>();
   call->op = info.name;
   call->table = this;
+  call->functional = info.collective_functional;
   const void* key = nullptr;
-  if (info.collective_group_arg >= 0 &&
-      static_cast<size_t>(info.collective_group_arg) < inputs.size()) {
-    key = GroupKey(inputs[info.collective_group_arg]);
+  const int name_arg = info.collective_group_name_arg;
+  if (name_arg >= 0 && static_cast<size_t>(name_arg) < inputs.size() &&
+      inputs[name_arg].isString()) {
+    std::tie(key, call->group) = FindGroupByName(inputs[name_arg].toStringRef());
+  } else {
+    if (info.collective_group_arg >= 0 &&
+        static_cast<size_t>(info.collective_group_arg) < inputs.size()) {
+      key = GroupKey(inputs[info.collective_group_arg]);
+    }
+    call->group = FindGroup(key);
   }
-  call->group = FindGroup(key);
   for (const c10::IValue& value : inputs) {
-    ForEachTensor(value, [&](const at::Tensor& t) { call->data.push_back(DataOf(t)); });
+    ForEachTensor(value, [&](const at::Tensor& t) {
+      call->data.push_back(DataOf(t));
+      call->arg_storages.push_back(StorageOf(t));
+    });
   }
   const int written = info.collective_written_arg;
   if (written >= 0 && static_cast<size_t>(written) < inputs.size()) {
@@ -252,20 +336,27 @@ std::shared_ptr<CollectiveCall> CollectiveTable::Launch(const OpInfo& info,
 void CollectiveTable::Returned(const std::shared_ptr<CollectiveCall>& call, Recorder* recorder,
                                const RecordedOp& recorded,
                                const std::vector<c10::IValue>& outputs) {
-  c10::intrusive_ptr<c10::ivalue::Future> future;
-  for (const c10::IValue& value : outputs) {
-    if (!value.isObject()) continue;
-    const c10::ivalue::Object& object = value.toObjectRef();
-    if (object.slots().empty() || !object.getSlot(0).isCapsule()) continue;
-    auto* work = static_cast<c10d::Work*>(object.getSlot(0).toCapsule().get());
-    try {
-      future = work->getFuture();
-    } catch (const std::exception&) {  // a Work without a future: its scope's end only
-    }
+  c10::intrusive_ptr<c10::ivalue::Future> future = WorkFuture(outputs);
+  // A functional call writes what it returns (until now, only this thread knows the call).
+  std::vector<const c10::StorageImpl*> written_storages;
+  if (call->functional && !outputs.empty()) {
+    call->written = outputs[0];
+    call->written_name = "result";
+    ForEachTensor(call->written, [&](const at::Tensor& t) {
+      if (StorageOf(t) != nullptr) written_storages.push_back(StorageOf(t));
+    });
   }
   // Digests taken before the work wrote its tensors are stale from now on.
   ForEachTensor(call->written, [](const at::Tensor& t) { Digests().Invalidate(t); });
   std::lock_guard<std::mutex> lock(mu_);
+  if (call->functional) {
+    call->storages = written_storages;  // what it returns is no staging buffer
+    call->staging.erase(std::remove_if(call->staging.begin(), call->staging.end(),
+                                       [&](const at::Tensor& t) {
+                                         return Contains(written_storages, StorageOf(t));
+                                       }),
+                        call->staging.end());
+  }
   call->future = std::move(future);
   call->recorder = recorder;
   call->recorded = recorded;
@@ -293,20 +384,142 @@ void CollectiveTable::Returned(const std::shared_ptr<CollectiveCall>& call, Reco
 void CollectiveTable::OpEntered(const OpInfo& info, c10::ArrayRef<const c10::IValue> inputs,
                                 uint32_t depth) {
   ThreadCollectives& mine = ThisThread();
+  if (info.collective_wait) {
+    mine.waits.emplace_back(depth, Waited(inputs));
+    return;
+  }
+  if (mine.launching != nullptr) return;  // inside a collective op: its implementation
   mine.launching = Launch(info, inputs);
   mine.launching_depth = depth;
+}
+
+std::vector<std::shared_ptr<CollectiveCall>> CollectiveTable::Waited(
+    c10::ArrayRef<const c10::IValue> inputs) {
+  std::vector<const c10::StorageImpl*> storages;
+  for (const c10::IValue& value : inputs) {
+    ForEachTensor(value, [&](const at::Tensor& t) { storages.push_back(StorageOf(t)); });
+  }
+  std::vector<std::shared_ptr<CollectiveCall>> calls;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const std::shared_ptr<CollectiveCall>& call : open_) {
+    if (!call->functional || !WorkRunning(call->state)) continue;
+    for (const c10::StorageImpl* storage : storages) {
+      if (Contains(call->storages, storage)) {
+        calls.push_back(call);
+        break;
+      }
+    }
+  }
+  return calls;
+}
+
+void CollectiveTable::NoteMade(const std::shared_ptr<CollectiveCall>& call,
+                               const std::vector<c10::IValue>& outputs) {
+  c10::intrusive_ptr<c10::ivalue::Future> future = WorkFuture(outputs);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (future.defined()) call->nested_future = std::move(future);
+  for (const c10::IValue& value : outputs) {
+    ForEachTensor(value, [&](const at::Tensor& t) {
+      const c10::StorageImpl* storage = StorageOf(t);
+      if (storage == nullptr || Contains(call->arg_storages, storage)) return;
+      for (const at::Tensor& held : call->staging) {
+        if (StorageOf(held) == storage) return;
+      }
+      call->staging.push_back(t);
+    });
+  }
+  if (!call->staging.empty() && call->state != CallState::kFinished) {
+    staged_.store(std::count_if(
+        open_.begin(), open_.end(),
+        [](const std::shared_ptr<CollectiveCall>& open) { return !open->staging.empty(); }));
+  }
+}
+
+void CollectiveTable::StagedWrite(const std::shared_ptr<CollectiveCall>& call, Recorder* current) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (++call->staged_writes < call->storages.size()) return;
+  }
+  Complete(call, current);
+}
+
+bool CollectiveTable::EnteringImplementation(const at::RecordFunction& fn, uint32_t depth) {
+  ThreadCollectives& mine = ThisThread();
+  if (mine.implementing != nullptr) {
+    if (depth > mine.implementing_depth) return true;  // inside one
+    mine.implementing = nullptr;                       // its exit was not seen
+  }
+  if (mine.launching != nullptr || staged_.load(std::memory_order_relaxed) == 0) return false;
+  std::vector<const c10::StorageImpl*> storages;  // per input tensor, in argument order
+  std::vector<size_t> arg_of;
+  for (size_t arg_idx = 0; arg_idx < fn.inputs().size(); ++arg_idx) {
+    ForEachTensor(fn.inputs()[arg_idx], [&](const at::Tensor& t) {
+      storages.push_back(StorageOf(t));
+      arg_of.push_back(arg_idx);
+    });
+  }
+  if (storages.empty()) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const std::shared_ptr<CollectiveCall>& call : open_) {
+    if (call->staging.empty() || !WorkRunning(call->state)) continue;
+    const bool reads_staging =
+        std::any_of(call->staging.begin(), call->staging.end(),
+                    [&](const at::Tensor& t) { return Contains(storages, StorageOf(t)); });
+    if (!reads_staging) continue;
+    // It writes the call's output when an argument it writes lies there (copy_'s self).
+    const std::vector<int>& written = LookupOpInfo(fn).written_inputs;
+    bool writes = false;
+    for (size_t idx = 0; idx < storages.size(); ++idx) {
+      const bool written_arg =
+          std::find(written.begin(), written.end(), static_cast<int>(arg_of[idx])) != written.end();
+      writes = writes || (written_arg && Contains(call->storages, storages[idx]));
+    }
+    mine.implementing = call;
+    mine.implementing_depth = depth;
+    mine.implementing_writes = writes;
+    return true;
+  }
+  return false;
 }
 
 void CollectiveTable::OpExited(uint32_t depth, Recorder* recorder, const RecordedOp& recorded,
                                const std::vector<c10::IValue>& outputs) {
   ThreadCollectives& mine = ThisThread();
-  if (mine.launching == nullptr || mine.launching_depth != depth) return;
+  if (mine.implementing != nullptr && mine.implementing_depth == depth) {
+    std::shared_ptr<CollectiveCall> call = std::move(mine.implementing);
+    mine.implementing = nullptr;
+    if (mine.implementing_writes) call->table->StagedWrite(call, recorder);
+    return;
+  }
+  while (!mine.waits.empty() && mine.waits.back().first >= depth) {
+    std::vector<std::shared_ptr<CollectiveCall>> calls = std::move(mine.waits.back().second);
+    const bool returned = mine.waits.back().first == depth;
+    mine.waits.pop_back();
+    if (!returned) continue;  // an exit not seen
+    // A wait that raised (the work failed: a peer died) returns no result: its calls delivered
+    // nothing and are written as not completed.
+    for (const std::shared_ptr<CollectiveCall>& call : calls) {
+      call->table->Complete(call, recorder, /*wait_failed=*/outputs.empty());
+    }
+  }
+  if (mine.launching == nullptr || mine.launching_depth > depth) return;
+  if (mine.launching_depth < depth) return mine.launching->table->NoteMade(mine.launching, outputs);
   std::shared_ptr<CollectiveCall> call = std::move(mine.launching);
   mine.launching = nullptr;
   call->table->Returned(call, recorder, recorded, outputs);
 }
 
 bool OnCollectiveWorker() { return ThisThread().worker_scopes > 0; }
+
+bool MayBeCollective(const char* name) {
+  return std::strncmp(name, "c10d::", 6) == 0 || std::strncmp(name, "_c10d_functional", 16) == 0;
+}
+
+bool EnteringCollectiveImplementation(const at::RecordFunction& fn, uint32_t depth) {
+  Session* session = Session::Active();
+  return session != nullptr && !OnCollectiveWorker() &&
+         session->collectives().EnteringImplementation(fn, depth);
+}
 
 bool IsCollectiveScope(std::string_view name) {
   for (std::string_view backend : {"gloo:", "nccl:", "mpi:", "ucc:"}) {
@@ -335,7 +548,7 @@ std::unique_ptr<at::ObserverContext> CollectiveTable::ScopeEntered(CollectiveTab
   const std::string kind = Normalized(fn.name());
   std::lock_guard<std::mutex> lock(table->mu_);
   for (const std::shared_ptr<CollectiveCall>& call : table->open_) {
-    if (call->matched || Normalized(call->op) != kind) continue;
+    if (call->matched || call->functional || Normalized(call->op) != kind) continue;
     // The scope names the work's inputs (none for a barrier, or a scatter off its root).
     const bool match = first == nullptr ||
                        std::find(call->data.begin(), call->data.end(), first) != call->data.end();

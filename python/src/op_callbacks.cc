@@ -197,7 +197,7 @@ void LaunchIfCollective(const at::RecordFunction& fn, ThreadState& ts, uint32_t 
   Session* session = Session::Active();
   if (session == nullptr || ts.busy || OnCollectiveWorker()) return;
   const OpInfo& info = LookupOpInfo(fn);
-  if (!info.collective) return;
+  if (!info.collective && !info.collective_wait) return;
   ts.busy = true;
   session->collectives().OpEntered(info, fn.inputs(), depth);
   ts.busy = false;
@@ -215,6 +215,11 @@ std::unique_ptr<at::ObserverContext> OnOpEnter(const at::RecordFunction& fn) {
   }
   const uint32_t depth = ts.depth++;
   if (Compiling()) return nullptr;  // fake tensors while torch.compile traces (adapter.h)
+  // A collective's own work on this thread (collectives.h): its exit may complete the call.
+  if (!ts.busy &&
+      Guarded(fn.name(), ts, [&] { return EnteringCollectiveImplementation(fn, depth); })) {
+    return nullptr;
+  }
   auto ctx = Guarded(fn.name(), ts, [&] {
     return EnterOp(OpCall{RecordedName(fn.name()), LookupOpInfo(fn), fn.inputs()}, ts, depth);
   });
@@ -222,7 +227,7 @@ std::unique_ptr<at::ObserverContext> OnOpEnter(const at::RecordFunction& fn) {
     Guarded(fn.name(), ts, [&] { ForgetUndeclaredWrites(fn); });
   }
   // After EnterOp: the collective's inputs are digested before they count as in flight.
-  if (std::strncmp(fn.name(), "c10d::", 6) == 0) {
+  if (MayBeCollective(fn.name())) {
     Guarded(fn.name(), ts, [&] { LaunchIfCollective(fn, ts, depth); });
   }
   return ctx;
@@ -239,6 +244,9 @@ RecordedOp ExitOp(const char* name, const OpInfo& info, const std::vector<c10::I
     RememberOrigins(ts, *session);
   }
   if (ctx_base == nullptr) return {};
+  // An op that raised has no results: recorded without them, it would read as an op whose
+  // outputs changed (a functional collective's wait raises when a peer died).
+  if (results.empty() && !info.results.empty()) return {};
   auto* ctx = static_cast<OpContext*>(ctx_base);
   ts.busy = true;
   ForgetWrittenInputs(ctx->written);

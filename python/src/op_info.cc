@@ -139,6 +139,42 @@ void DescribeCollective(const c10::FunctionSchema& schema, OpInfo* info) {
   info->written_inputs.clear();  // recorded at completion (collectives.h)
 }
 
+// Functional collectives (torch.distributed._functional_collectives; DTensor, tensor
+// parallelism and compiled graphs issue them): each returns the tensors it writes and leaves
+// them to be completed by a later wait_tensor. The _c10d_functional_autograd variants wrap
+// the same ops in an autograd function.
+bool IsFunctionalCollective(std::string_view name) {
+  return StartsWith(name, "_c10d_functional::") || StartsWith(name, "_c10d_functional_autograd::");
+}
+
+bool IsCollectiveWait(std::string_view name) {
+  return name == "_c10d_functional::wait_tensor" || name == "_c10d_functional::wait_tensors";
+}
+
+// Its results are what the collective writes: recorded at its completion (the Collective
+// record), never at its return, when they are not written yet. An in-place one (all_reduce_)
+// writes its argument only through the collective, recorded there too.
+void DescribeFunctionalCollective(OpInfo* info) {
+  info->collective = true;
+  info->collective_functional = true;
+  for (size_t idx = 0; idx < info->input_names.size(); ++idx) {
+    if (info->input_names[idx] == "group_name") {
+      info->collective_group_name_arg = static_cast<int>(idx);
+    }
+  }
+  for (ResultKind& kind : info->results) kind = ResultKind::kView;
+  info->pure_view = false;
+  info->written_inputs.clear();
+}
+
+// wait_tensor returns its argument once the collective writing it is done: a view, whose
+// values are the collective's (recorded in its Collective record).
+void DescribeCollectiveWait(OpInfo* info) {
+  info->collective_wait = true;
+  for (ResultKind& kind : info->results) kind = ResultKind::kView;
+  info->pure_view = true;
+}
+
 OpInfo Build(const at::RecordFunction& fn) {
   OpInfo info;
   std::string_view name = fn.name();
@@ -189,6 +225,11 @@ OpInfo Build(const at::RecordFunction& fn) {
                    std::all_of(info.results.begin(), info.results.end(),
                                [](ResultKind kind) { return kind == ResultKind::kView; });
   if (StartsWith(name, "c10d::")) DescribeCollective(*schema, &info);
+  if (IsCollectiveWait(name)) {
+    DescribeCollectiveWait(&info);
+  } else if (IsFunctionalCollective(name)) {
+    DescribeFunctionalCollective(&info);
+  }
   return info;
 }
 

@@ -41,6 +41,14 @@ struct OpInfo {
   bool collective = false;
   int collective_written_arg = -1;
   int collective_group_arg = -1;
+  // A functional collective (_c10d_functional::*, collectives.h): it writes its results (new
+  // tensors, or for all_reduce_ and the like its written argument, returned) and completes
+  // at the wait_tensor on them; its group is named by the `group_name` argument.
+  bool collective_functional = false;
+  int collective_group_name_arg = -1;
+  // _c10d_functional::wait_tensor(s): the functional collectives writing its argument
+  // complete as it returns. It returns its argument: a view.
+  bool collective_wait = false;
   // Index of a `Generator?` argument (random ops), or -1.
   int generator_arg = -1;
   std::vector<std::string> input_names;

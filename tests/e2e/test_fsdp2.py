@@ -1,6 +1,11 @@
 """FSDP2 (torch.distributed.fsdp.fully_shard) of the example GPT on 2 and 3 gloo ranks
 (examples/gpt_ddp.py --fsdp2): the all-gathers and reduce-scatters are recorded as
-collectives, and two identical runs are identical on every rank. Needs torch >= 2.6."""
+collectives, two identical runs are identical on every rank, and a change on one rank is named
+there, the other rank receiving it through a reduce-scatter. Needs torch >= 2.6.
+
+gloo runs a reduce-scatter as an all-reduce of a staged copy of the input and copies this
+rank's chunk into the output inside Work.wait(), after the all-reduce's scope has ended: the
+reduce-scatter completes at that copy (python/src/collectives.h)."""
 
 from __future__ import annotations
 
@@ -60,13 +65,11 @@ def test_all_gathers_and_reduce_scatters_are_collectives(fsdp2_a: Path):
                          ("c10d::_reduce_scatter_base_", "backward"): 2,
                          ("c10d::_reduce_scatter_base_", "other"): 1}
         assert {tuple(op["collective"]["ranks"]) for op in ops if "collective" in op} == {(0, 1)}
+        # Each completed: the all-gathers when their tensors are read, the reduce-scatters at
+        # gloo's copy into their output.
+        assert all(op["collective"]["completed"] for op in ops if "collective" in op)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "measured on 2.15: gloo runs reduce_scatter_tensor as an all-reduce of a flattened copy "
-    "whose scope names neither the call nor its output, so the reduce-scatter's completion is "
-    "never seen; the receiving rank's first difference (the copy of the reduce-scatter's "
-    "output) is then an origin of its own, and rank 0 is named the origin"))
 def test_change_on_rank_1_is_the_origin(runs: Path, fsdp2_a: Path):
     planted = record_fsdp2(runs / "fsdp2_gelu", 2, "--plant", "gelu-tanh", "--plant-rank", "1")
     code, result = diff(fsdp2_a, planted)
@@ -76,3 +79,11 @@ def test_change_on_rank_1_is_the_origin(runs: Path, fsdp2_a: Path):
     first = {r["rank"]: r for r in across["ranks"]}[1]["first"]
     assert (first["op"], first["module"], first["phase"], first["step"]) == (
         "aten::gelu", "blocks.1.mlp.act", "forward", 2)
+    assert result["verdict"] == "culprit"
+    # Rank 0 receives it through the first reduce-scatter of the step's backward (blocks.1's
+    # gradients), whose inputs matched on rank 0 and differed on rank 1.
+    receiver = {r["rank"]: r for r in across["ranks"]}[0]
+    assert receiver["role"] == "receiver"
+    hop = across["collectives"][receiver["via"]]
+    assert (hop["op"], hop["step"], hop["phase"]) == ("c10d::_reduce_scatter_base_", 2, "backward")
+    assert hop["senders"] == [1] and hop["receivers"] == [0]
