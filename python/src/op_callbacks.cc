@@ -299,7 +299,6 @@ void OnOpExit(const at::RecordFunction& fn, at::ObserverContext* ctx) {
 
 std::unique_ptr<at::ObserverContext> OnScopeEnter(const at::RecordFunction& fn) {
   ThreadState& ts = Tls();
-  if (Compiling()) return nullptr;  // torch.compile tracing (adapter.h): no training scope
   if (fn.scope() == at::RecordScope::USER_SCOPE && IsCollectiveScope(fn.name())) {
     // Opened outside any op: the backend's worker thread runs the collective (collectives.h).
     Session* latest = Session::Latest();
@@ -308,6 +307,9 @@ std::unique_ptr<at::ObserverContext> OnScopeEnter(const at::RecordFunction& fn) 
                                            /*outside_ops=*/ts.depth == 0);
     });
   }
+  // torch.compile tracing (adapter.h): its autograd nodes run on fake tensors. A collective on
+  // a backend's thread meanwhile is still the training's (above).
+  if (Compiling()) return nullptr;
   Guarded(fn.name(), ts, [&] {
     if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
       EnterNode(ts, fn.name(), fn.seqNr());
