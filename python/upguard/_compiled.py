@@ -122,16 +122,21 @@ def _kernel_nodes(mapping_text: Optional[str]) -> Dict[str, List[str]]:
     return kernels
 
 
-_graphs: Dict[int, _Graph] = {}
 _graphs_lock = threading.Lock()
 
 
 def _graph_of(graph: Any) -> _Graph:
+    """The graph's _Graph, kept on the graph object itself (an id would be reused by a graph
+    made after this one is freed, with other code)."""
     with _graphs_lock:
-        found = _graphs.get(id(graph))
+        found = getattr(graph, "_upguard_graph", None)
         if found is None:
-            found = _graphs[id(graph)] = _Graph(graph)
+            found = _Graph(graph)
             _wrap_kernels(graph, found)
+            try:
+                graph._upguard_graph = found
+            except AttributeError:  # read again on every call rather than mistaken
+                pass
         return found
 
 
