@@ -11,53 +11,13 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "collective_call.h"
 #include "collective_state.h"
 #include "digest_cache.h"
 #include "ivalue_args.h"
 #include "session.h"
 
 namespace upguard::torch_adapter {
-
-struct CollectiveCall {
-  // Fixed at launch.
-  std::string_view op;
-  std::string_view written_name;
-  c10::IValue written;            // the written argument (holds its tensors until completion)
-  std::vector<const void*> data;  // every tensor's data, to match the scope
-  std::vector<const c10::StorageImpl*> storages;  // the written tensors' storages
-  GroupInfo group;
-  uint64_t seq = 0;
-  CollectiveTable* table = nullptr;  // the recording that launched it
-  // A functional collective: it writes its results, set at its return, and completes at the
-  // wait_tensor on them (or at its staged writes), never at a backend scope.
-  bool functional = false;
-  std::vector<const c10::StorageImpl*> arg_storages;  // every argument tensor's storage
-
-  // Guarded by the table's mutex.
-  CallState state = CallState::kLaunched;  // collective_state.h
-  // Besides the state: a backend scope took it (so no other scope does), in whatever state.
-  bool matched = false;
-  // The work completed with an error (a peer died): nothing delivered, written as not
-  // completed. Judged at the completion, or for a work that completed before its op returned,
-  // again at the return, when its future is known.
-  bool failed = false;
-  // Set at return: the work's future, whose completion the waiter sees (measured with gloo:
-  // the future completes before the scope ends, so a waiter may read the tensors first), and
-  // the recorder on then (null before the return, or when not recording).
-  c10::intrusive_ptr<c10::ivalue::Future> future;
-  // A functional call's: the future of the Work its nested c10d op returned, to tell a failed
-  // work (a peer died) at the wait; not a completion route (the wait is).
-  c10::intrusive_ptr<c10::ivalue::Future> nested_future;
-  Recorder* recorder = nullptr;
-  RecordedOp recorded;
-  uint64_t ops_at_completion = 0;  // the recorder's ops_in_step() at completion
-  std::vector<ArgRecord> outputs;  // digested at completion, when recorded
-  // Tensors the op made for its work that are none of its own (collectives.h), held so that
-  // their storages are not reused while the call is open; and how many of the written
-  // tensors implementation ops have copied out of them.
-  std::vector<at::Tensor> staging;
-  size_t staged_writes = 0;
-};
 
 namespace {
 
@@ -70,25 +30,6 @@ struct ScopeContext : at::ObserverContext {
   bool worker = false;                   // opened outside any op: the backend's worker
   std::thread::id thread;
 };
-
-// Per thread: the collective op running (launched at its entry) and its depth; how many
-// collective scopes are open on this thread as the backend's worker; the wait_tensor ops
-// running, by depth, with the calls they complete; the implementation op running (it reads a
-// staging buffer of `implementing`) and whether it writes the call's output.
-struct ThreadCollectives {
-  std::shared_ptr<CollectiveCall> launching;
-  uint32_t launching_depth = 0;
-  int worker_scopes = 0;
-  std::vector<std::pair<uint32_t, std::vector<std::shared_ptr<CollectiveCall>>>> waits;
-  std::shared_ptr<CollectiveCall> implementing;
-  uint32_t implementing_depth = 0;
-  bool implementing_writes = false;
-};
-
-ThreadCollectives& ThisThread() {
-  thread_local ThreadCollectives state;
-  return state;
-}
 
 // The C++ object behind a TorchBind ProcessGroup argument: its address names the group.
 const void* GroupKey(const c10::IValue& value) {
@@ -133,6 +74,31 @@ void ForgetWritten(const CollectiveCall& call) {
   });
 }
 
+// A work that succeeded completed its future before its scope ended (gloo sets the future
+// first, NCCL ends the scope from the future's callback); one that failed did not, or holds
+// the error. (The Work itself cannot be asked: its scope ends under the Work's own lock.)
+bool Failed(const c10::intrusive_ptr<c10::ivalue::Future>& future) {
+  return future.defined() && (!future->completed() || future->hasError());
+}
+
+// "gloo:all_reduce" and "c10d::allreduce_" both become "allreduce".
+std::string Normalized(std::string_view name) {
+  const size_t colon = name.rfind(':');
+  if (colon != std::string_view::npos) name.remove_prefix(colon + 1);
+  std::string out;
+  for (char c : name) {
+    if (c != '_') out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+ThreadCollectives& ThisThread() {
+  thread_local ThreadCollectives state;
+  return state;
+}
+
 const c10::StorageImpl* StorageOf(const at::Tensor& t) {
   return t.defined() && t.has_storage() ? t.storage().unsafeGetStorageImpl() : nullptr;
 }
@@ -146,13 +112,6 @@ bool Contains(const std::vector<const c10::StorageImpl*>& storages,
 // The work's future says it is done (a waiter may go on and read the tensors).
 bool FutureDone(const c10::intrusive_ptr<c10::ivalue::Future>& future) {
   return future.defined() && future->completed();
-}
-
-// A work that succeeded completed its future before its scope ended (gloo sets the future
-// first, NCCL ends the scope from the future's callback); one that failed did not, or holds
-// the error. (The Work itself cannot be asked: its scope ends under the Work's own lock.)
-bool Failed(const c10::intrusive_ptr<c10::ivalue::Future>& future) {
-  return future.defined() && (!future->completed() || future->hasError());
 }
 
 // The future of the Work among a c10d op's results; null when there is none, or the Work has
@@ -171,19 +130,6 @@ c10::intrusive_ptr<c10::ivalue::Future> WorkFuture(const std::vector<c10::IValue
   }
   return future;
 }
-
-// "gloo:all_reduce" and "c10d::allreduce_" both become "allreduce".
-std::string Normalized(std::string_view name) {
-  const size_t colon = name.rfind(':');
-  if (colon != std::string_view::npos) name.remove_prefix(colon + 1);
-  std::string out;
-  for (char c : name) {
-    if (c != '_') out += c;
-  }
-  return out;
-}
-
-}  // namespace
 
 void SetGroupResolver(GroupResolver resolver) {
   std::lock_guard<std::mutex> lock(g_resolver_mu);
@@ -381,145 +327,7 @@ void CollectiveTable::Returned(const std::shared_ptr<CollectiveCall>& call, Reco
   DropFinishedLocked();
 }
 
-void CollectiveTable::OpEntered(const OpInfo& info, c10::ArrayRef<const c10::IValue> inputs,
-                                uint32_t depth) {
-  ThreadCollectives& mine = ThisThread();
-  if (info.collective_wait) {
-    mine.waits.emplace_back(depth, Waited(inputs));
-    return;
-  }
-  if (mine.launching != nullptr) return;  // inside a collective op: its implementation
-  mine.launching = Launch(info, inputs);
-  mine.launching_depth = depth;
-}
-
-std::vector<std::shared_ptr<CollectiveCall>> CollectiveTable::Waited(
-    c10::ArrayRef<const c10::IValue> inputs) {
-  std::vector<const c10::StorageImpl*> storages;
-  for (const c10::IValue& value : inputs) {
-    ForEachTensor(value, [&](const at::Tensor& t) { storages.push_back(StorageOf(t)); });
-  }
-  std::vector<std::shared_ptr<CollectiveCall>> calls;
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const std::shared_ptr<CollectiveCall>& call : open_) {
-    if (!call->functional || !WorkRunning(call->state)) continue;
-    for (const c10::StorageImpl* storage : storages) {
-      if (Contains(call->storages, storage)) {
-        calls.push_back(call);
-        break;
-      }
-    }
-  }
-  return calls;
-}
-
-void CollectiveTable::NoteMade(const std::shared_ptr<CollectiveCall>& call,
-                               const std::vector<c10::IValue>& outputs) {
-  c10::intrusive_ptr<c10::ivalue::Future> future = WorkFuture(outputs);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (future.defined()) call->nested_future = std::move(future);
-  for (const c10::IValue& value : outputs) {
-    ForEachTensor(value, [&](const at::Tensor& t) {
-      const c10::StorageImpl* storage = StorageOf(t);
-      if (storage == nullptr || Contains(call->arg_storages, storage)) return;
-      for (const at::Tensor& held : call->staging) {
-        if (StorageOf(held) == storage) return;
-      }
-      call->staging.push_back(t);
-    });
-  }
-  if (!call->staging.empty() && call->state != CallState::kFinished) {
-    staged_.store(std::count_if(
-        open_.begin(), open_.end(),
-        [](const std::shared_ptr<CollectiveCall>& open) { return !open->staging.empty(); }));
-  }
-}
-
-void CollectiveTable::StagedWrite(const std::shared_ptr<CollectiveCall>& call, Recorder* current) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (++call->staged_writes < call->storages.size()) return;
-  }
-  Complete(call, current);
-}
-
-bool CollectiveTable::EnteringImplementation(const at::RecordFunction& fn, uint32_t depth) {
-  ThreadCollectives& mine = ThisThread();
-  if (mine.implementing != nullptr) {
-    if (depth > mine.implementing_depth) return true;  // inside one
-    mine.implementing = nullptr;                       // its exit was not seen
-  }
-  if (mine.launching != nullptr || staged_.load(std::memory_order_relaxed) == 0) return false;
-  std::vector<const c10::StorageImpl*> storages;  // per input tensor, in argument order
-  std::vector<size_t> arg_of;
-  for (size_t arg_idx = 0; arg_idx < fn.inputs().size(); ++arg_idx) {
-    ForEachTensor(fn.inputs()[arg_idx], [&](const at::Tensor& t) {
-      storages.push_back(StorageOf(t));
-      arg_of.push_back(arg_idx);
-    });
-  }
-  if (storages.empty()) return false;
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const std::shared_ptr<CollectiveCall>& call : open_) {
-    if (call->staging.empty() || !WorkRunning(call->state)) continue;
-    const bool reads_staging =
-        std::any_of(call->staging.begin(), call->staging.end(),
-                    [&](const at::Tensor& t) { return Contains(storages, StorageOf(t)); });
-    if (!reads_staging) continue;
-    // It writes the call's output when an argument it writes lies there (copy_'s self).
-    const std::vector<int>& written = LookupOpInfo(fn).written_inputs;
-    bool writes = false;
-    for (size_t idx = 0; idx < storages.size(); ++idx) {
-      const bool written_arg =
-          std::find(written.begin(), written.end(), static_cast<int>(arg_of[idx])) != written.end();
-      writes = writes || (written_arg && Contains(call->storages, storages[idx]));
-    }
-    mine.implementing = call;
-    mine.implementing_depth = depth;
-    mine.implementing_writes = writes;
-    return true;
-  }
-  return false;
-}
-
-void CollectiveTable::OpExited(uint32_t depth, Recorder* recorder, const RecordedOp& recorded,
-                               const std::vector<c10::IValue>& outputs) {
-  ThreadCollectives& mine = ThisThread();
-  if (mine.implementing != nullptr && mine.implementing_depth == depth) {
-    std::shared_ptr<CollectiveCall> call = std::move(mine.implementing);
-    mine.implementing = nullptr;
-    if (mine.implementing_writes) call->table->StagedWrite(call, recorder);
-    return;
-  }
-  while (!mine.waits.empty() && mine.waits.back().first >= depth) {
-    std::vector<std::shared_ptr<CollectiveCall>> calls = std::move(mine.waits.back().second);
-    const bool returned = mine.waits.back().first == depth;
-    mine.waits.pop_back();
-    if (!returned) continue;  // an exit not seen
-    // A wait that raised (the work failed: a peer died) returns no result: its calls delivered
-    // nothing and are written as not completed.
-    for (const std::shared_ptr<CollectiveCall>& call : calls) {
-      call->table->Complete(call, recorder, /*wait_failed=*/outputs.empty());
-    }
-  }
-  if (mine.launching == nullptr || mine.launching_depth > depth) return;
-  if (mine.launching_depth < depth) return mine.launching->table->NoteMade(mine.launching, outputs);
-  std::shared_ptr<CollectiveCall> call = std::move(mine.launching);
-  mine.launching = nullptr;
-  call->table->Returned(call, recorder, recorded, outputs);
-}
-
 bool OnCollectiveWorker() { return ThisThread().worker_scopes > 0; }
-
-bool MayBeCollective(const char* name) {
-  return std::strncmp(name, "c10d::", 6) == 0 || std::strncmp(name, "_c10d_functional", 16) == 0;
-}
-
-bool EnteringCollectiveImplementation(const at::RecordFunction& fn, uint32_t depth) {
-  Session* session = Session::Active();
-  return session != nullptr && !OnCollectiveWorker() &&
-         session->collectives().EnteringImplementation(fn, depth);
-}
 
 bool IsCollectiveScope(std::string_view name) {
   for (std::string_view backend : {"gloo:", "nccl:", "mpi:", "ucc:"}) {

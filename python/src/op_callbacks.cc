@@ -205,9 +205,9 @@ void LaunchIfCollective(const at::RecordFunction& fn, ThreadState& ts, uint32_t 
 
 std::unique_ptr<at::ObserverContext> OnOpEnter(const at::RecordFunction& fn) {
   ThreadState& ts = Tls();
-  // While torch.compile traces, autograd nodes run on fake tensors too: no backward scope.
-  if (IsEvaluateFunction(fn) && Compiling()) return nullptr;
   if (IsEvaluateFunction(fn)) {
+    // While torch.compile traces, autograd nodes run on fake tensors too: no backward scope.
+    if (Compiling()) return nullptr;
     Guarded(fn.name(), ts, [&] {
       EnterNode(ts, std::string_view(fn.name()).substr(kEvaluateFunction.size()), fn.seqNr());
     });

@@ -59,6 +59,12 @@ def diff_json(a: Path, b: Path) -> Tuple[int, Dict]:
     return result.returncode, json.loads(result.stdout)
 
 
+def only_rank(report: Dict) -> Dict:
+    """The one rank of a single-process diff report."""
+    assert len(report["ranks"]) == 1
+    return report["ranks"][0]
+
+
 def show_json(run: Path, *args: str) -> Dict:
     result = upguard("show", run, "--json", *args)
     assert result.returncode == 0, result.stderr

@@ -13,7 +13,7 @@ from typing import Dict, List
 
 import pytest
 
-from conftest import MODEL, diff_json, line_of, record, show_json
+from conftest import MODEL, diff_json, line_of, only_rank, record, show_json
 
 STEPS = ("--steps", "3")  # the plant starts at step 2
 FLAVOURS = ("non-reentrant", "reentrant")
@@ -31,11 +31,6 @@ def run(runs: Path, name: str, *train_args: str) -> Path:
 def ops_of(run_dir: Path, step: int) -> List[Dict]:
     report = show_json(run_dir, "--step", str(step))
     return report["steps"][0]["ops"]
-
-
-def only_rank(report: Dict) -> Dict:
-    assert len(report["ranks"]) == 1
-    return report["ranks"][0]
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)

@@ -17,7 +17,7 @@ from typing import Dict, List
 
 import pytest
 
-from conftest import MODEL, TORCH2, diff_json, line_of, record, show_json
+from conftest import MODEL, TORCH2, diff_json, line_of, only_rank, record, show_json
 
 pytestmark = pytest.mark.skipif(not TORCH2, reason="torch.compile needs torch 2.x")
 
@@ -34,11 +34,6 @@ def run(runs: Path, name: str, *train_args: str, cli_args: tuple = ()) -> Path:
 
 def ops_of(run_dir: Path, step: int) -> List[Dict]:
     return show_json(run_dir, "--step", str(step))["steps"][0]["ops"]
-
-
-def only_rank(report: Dict) -> Dict:
-    assert len(report["ranks"]) == 1
-    return report["ranks"][0]
 
 
 def gelu_site() -> str:
