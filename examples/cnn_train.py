@@ -11,7 +11,8 @@ resnet18` trains torchvision's ResNet-18 instead (code nobody here wrote). Batch
 DataLoader over a generated dataset (nothing is downloaded), shuffled with a seeded generator;
 `--workers`, `--pin-memory`, `--persistent-workers` and `--prefetch` configure it. `--eval`
 evaluates after every step (under torch.inference_mode(), or no_grad with `--eval-mode
-no_grad`); `--raise-step N` makes bn1's forward raise once at step N (the script catches it).
+no_grad`); `--raise-step N` makes bn1's forward raise once at step N (the script catches it). `--compile`
+trains and evaluates through torch.compile(model) (torch 2.x).
 
 --plant makes one change from step --plant-step (default 0) on:
   bn-momentum     bn1's momentum 0.1 -> 0.2          (the running statistics differ, outputs do not)
@@ -103,6 +104,7 @@ def main() -> None:
     parser.add_argument("--raise-step", type=int, default=-1)
     parser.add_argument("--plant", choices=PLANTS, default="none")
     parser.add_argument("--plant-step", type=int, default=0)
+    parser.add_argument("--compile", action="store_true", help="torch.compile(model) (torch 2.x)")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args()
 
@@ -125,6 +127,7 @@ def main() -> None:
     channels_last = args.plant == "channels-last"
     if channels_last:
         model = model.to(memory_format=torch.channels_last)
+    forward = torch.compile(model) if args.compile else model
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, weight_decay=5e-4)
 
     data = Images(args.batch * (args.steps + 1), args.size, 10)
@@ -157,7 +160,7 @@ def main() -> None:
                 model(x)
             except RuntimeError:
                 pass
-        loss = F.cross_entropy(model(x), y)
+        loss = F.cross_entropy(forward(x), y)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if args.plant == "buffer-numpy" and step >= args.plant_step:
@@ -168,7 +171,7 @@ def main() -> None:
             model.eval()
             with (torch.inference_mode() if args.eval_mode == "inference_mode"
                   else torch.no_grad()):
-                line += f" eval {model(probe).float().abs().sum().item():.6f}"
+                line += f" eval {forward(probe).float().abs().sum().item():.6f}"
         if not args.quiet:
             print(line, flush=True)
 

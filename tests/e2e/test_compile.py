@@ -7,17 +7,20 @@ kernels nest inside it with the source line of the ops fused into them. Nothing 
 Inductor runs while compiling (on fake tensors) is recorded, nor anything Inductor's helper
 processes do. Identical compiled runs are identical; a change inside the compiled model is
 named at the generated kernel; an eager run against a compiled one says which compiled region
-the runs part at; `record --no-compile` runs the same script eagerly, op for op.
+the runs part at; `record --no-compile` runs the same script eagerly, op for op. The same on
+torchvision's ResNet-18 with BatchNorm, DataLoader workers and an eval loop (cnn_train.py).
 """
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Dict, List
 
 import pytest
 
-from conftest import MODEL, TORCH2, diff_json, line_of, only_rank, record, show_json
+from conftest import (MODEL, PYTHON, REPO, TORCH2, diff_json, line_of, only_rank, record,
+                      show_json, upguard)
 
 pytestmark = pytest.mark.skipif(not TORCH2, reason="torch.compile needs torch 2.x")
 
@@ -106,3 +109,37 @@ def test_no_compile_runs_the_same_script_op_for_op(runs):
     assert (code, report["verdict"]) == (0, "identical")
     names = {op["op"] for op in ops_of(uncompiled, 0)}
     assert not any(name.startswith("inductor::") for name in names)
+
+
+def record_resnet(run_dir: Path, *args: str) -> Path:
+    """torchvision's ResNet-18 (BatchNorm) compiled, batches from a DataLoader with 2 workers,
+    an evaluation under no_grad after each step (an inference graph)."""
+    result = upguard("record", "-o", run_dir, "--", PYTHON, REPO / "examples" / "cnn_train.py",
+                     "--quiet", "--model", "resnet18", "--steps", "2", "--workers", "2",
+                     "--eval", "--eval-mode", "no_grad", "--compile", *args, timeout=900)
+    assert result.returncode == 0, result.stderr
+    return run_dir
+
+
+def test_compiled_resnet18_identical_and_a_batchnorm_change_named(runs):
+    """Real code nobody here wrote: identical runs identical; bn1's eps changed is named at the
+    kernel Inductor fused bn1's batch norm into, at torchvision's line."""
+    a = record_resnet(runs / "resnet_compiled_a")
+    b = record_resnet(runs / "resnet_compiled_b")
+    code, report = diff_json(a, b)
+    assert (code, report["verdict"]) == (0, "identical")
+    # Step 1 begins with the evaluation after step 0's optimizer step.
+    names = [op["op"] for op in ops_of(a, 1)]
+    assert {"inductor::inference", "inductor::forward", "inductor::backward"} <= set(names)
+    planted = record_resnet(runs / "resnet_compiled_eps", "--plant", "bn-eps")
+    code, report = diff_json(a, planted)
+    assert (code, report["verdict"]) == (1, "culprit")
+    divergence = only_rank(report)["divergence"]
+    resnet = Path(subprocess.run([PYTHON, "-c", "import torchvision.models.resnet as r; "
+                                  "print(r.__file__)"], capture_output=True, text=True,
+                                 check=True).stdout.strip())
+    site = f"torchvision/models/resnet.py:{line_of(resnet, 'x = self.bn1(x)')}"
+    assert (divergence["step"], divergence["phase"]) == (0, "forward")
+    assert divergence["op"].startswith("inductor::cpp_fused_")
+    assert "batch_norm" in divergence["op"] and divergence["call_site"].endswith(site)
+    assert divergence["enclosing"][0] == "inductor::forward"
