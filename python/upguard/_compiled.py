@@ -55,6 +55,44 @@ def _short(path: str) -> str:
     return path[len(cwd):] if path.startswith(cwd) else path
 
 
+_live_paths: Dict[str, str] = {}
+
+
+def _live_path(path: str) -> str:
+    """The source file this process loaded for ``path`` from Inductor's provenance.
+
+    Inductor's caches (FX graph, AOT autograd) key a graph on its code, not on where the code
+    lives, so a graph compiled in another checkout of the same project (or before it moved)
+    comes back with that checkout's ``# File:`` paths. The path is kept when this process
+    loaded it; otherwise it is the loaded file sharing the longest tail of path parts with
+    it (the same file in this checkout), if exactly one does."""
+    if path in _live_paths:
+        return _live_paths[path]
+    loaded = set()
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if isinstance(file, str) and file.endswith(".py"):
+            loaded.add(os.path.abspath(file))
+    resolved = path
+    if path not in loaded:
+        parts = path.split(os.sep)
+        best, best_len = [], 0
+        for file in loaded:
+            other = file.split(os.sep)
+            common = 0
+            while (common < min(len(parts), len(other))
+                   and parts[-1 - common] == other[-1 - common]):
+                common += 1
+            if common > best_len:
+                best, best_len = [file], common
+            elif common == best_len and common:
+                best.append(file)
+        if len(best) == 1:
+            resolved = best[0]
+    _live_paths[path] = resolved
+    return resolved
+
+
 class _Graph:
     """What upguard reads once from a compiled graph: its op name, the digest of its code, and
     for each generated kernel the roles of its arguments and where its ATen ops come from."""
@@ -98,7 +136,7 @@ def _node_sources(graph_text: str) -> Dict[str, str]:
     for line in graph_text.splitlines():
         found = _FILE_LINE.search(line)
         if found:
-            current = f"{_short(found.group(1))}:{found.group(2)}"
+            current = f"{_short(_live_path(found.group(1)))}:{found.group(2)}"
             continue
         node = _NODE_LINE.match(line)
         if node and current:

@@ -13,6 +13,7 @@ torchvision's ResNet-18 with BatchNorm, DataLoader workers and an eval loop (cnn
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Dict, List
@@ -143,3 +144,20 @@ def test_compiled_resnet18_identical_and_a_batchnorm_change_named(runs):
     assert divergence["op"].startswith("inductor::cpp_fused_")
     assert "batch_norm" in divergence["op"] and divergence["call_site"].endswith(site)
     assert divergence["enclosing"][0] == "inductor::forward"
+
+
+def test_a_graph_cached_from_another_checkout_names_this_checkouts_lines(runs, tmp_path):
+    """Inductor's caches key a graph on its code, not on where the code lives: a second
+    checkout of the same project gets the first one's compiled graph back, with the first
+    one's paths in its provenance. The kernels' call sites are this checkout's files."""
+    run(runs, "compiled_model_a", "--compile", "model")  # the cache holds REPO's paths
+    checkout = tmp_path / "other_checkout"
+    shutil.copytree(REPO / "examples", checkout / "examples")
+    result = upguard("record", "-o", checkout / "run", "--", PYTHON,
+                     checkout / "examples" / "gpt_train.py", "--quiet", *STEPS,
+                     "--compile", "model", cwd=checkout)
+    assert result.returncode == 0, result.stderr
+    kernels = [op for op in ops_of(checkout / "run", 0) if op["op"].startswith("inductor::cpp")]
+    assert kernels and not any(str(REPO) in op["call_site"] for op in kernels)
+    gelu = [op for op in kernels if op["op"].endswith("_gelu")]
+    assert len(gelu) == 2 and all(op["call_site"] == gelu_site() for op in gelu)
