@@ -6,7 +6,8 @@
 # run: a recorded run opened for reading; align: which ops of two runs correspond; diff: the
 # one-rank walk and comparison; analysis: what runs on a diff's result (setup checks, order
 # across ranks, NaN origin, explain, tolerances); online: record --against, the recorder's
-# observer implemented with the diff's rules.
+# observer implemented with the diff's rules. watch (hangs and stragglers, its ring and monitor)
+# needs only base: it sits on layer 1 beside digest.
 #
 # A library may link libraries of its own folder and of lower layers; never one of a higher
 # layer or of another folder on its own layer (the recorder sits beside the diff: neither links
@@ -15,7 +16,7 @@
 
 set(UPGUARD_LAYERS
   base 0
-  digest 1
+  digest 1 watch 1
   trace 2 capture 2
   run 3
   align 4
