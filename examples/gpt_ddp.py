@@ -10,6 +10,14 @@
   gelu-tanh   that rank's blocks.1.mlp.act uses the tanh approximation of GELU
   data-shift  that rank's batch slice starts one character later
   crash       that rank's process dies (exit code 3) at the start of that step
+  hang        that rank sleeps forever (time.sleep in a loop) just before that step's forward:
+              its peers wait in the step's first collective, which it never issues
+  mismatch    at that step, before the forward, every rank all-reduces one extra tensor of
+              1024 elements, that rank's of 1025 (gloo in torch 1.13 then aborts every rank:
+              "enforce fail ... op.preamble.length <= op.nbytes")
+
+--steps 0 trains until the process is killed; --step-delay SECONDS sleeps after every step
+(default 0): long healthy runs for the hang and straggler monitor, at a few steps a second.
 
 --fsdp2 (torch >= 2.6) shards the model with FSDP2 instead (torch.distributed.fsdp.fully_shard
 on each block and on the whole GPT, on a CPU device mesh): each rank holds a slice of every
@@ -24,8 +32,10 @@ all_reduce is issued before the first is waited on (wait_tensor), then averaged 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
+import time
 
 import numpy as np
 import torch
@@ -36,7 +46,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpt import GPT, GPTConfig  # noqa: E402
 from gpt_train import make_batch, make_corpus  # noqa: E402
 
-PLANTS = ("none", "gelu-tanh", "data-shift", "crash")
+PLANTS = ("none", "gelu-tanh", "data-shift", "crash", "hang", "mismatch")
+MISMATCH_NUMEL = 1024  # the extra all-reduce's size; the planted rank's has one more
 
 
 def shard_fsdp2(gpt: GPT, world: int) -> torch.nn.Module:
@@ -73,7 +84,7 @@ def all_reduce_gradients_funcol(gpt: GPT, world: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=4, help="0: until killed")
     parser.add_argument("--batch", type=int, default=4, help="rows per rank")
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--width", type=int, default=64)
@@ -85,6 +96,7 @@ def main() -> None:
     parser.add_argument("--plant-rank", type=int, default=1)
     parser.add_argument("--fsdp2", action="store_true")
     parser.add_argument("--funcol", action="store_true")
+    parser.add_argument("--step-delay", type=float, default=0.0, help="seconds after each step")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args()
 
@@ -112,8 +124,9 @@ def main() -> None:
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.1)
     batch_rng = np.random.default_rng(args.seed)  # one global batch; each rank takes its rows
 
-    for step in range(args.steps):
-        planted = args.plant != "none" and step >= args.plant_step and rank == args.plant_rank
+    for step in itertools.count() if args.steps == 0 else range(args.steps):
+        planting = args.plant != "none" and step >= args.plant_step  # on every rank
+        planted = planting and rank == args.plant_rank
         if planted and args.plant == "crash":
             os._exit(3)  # no cleanup, no atexit: as a killed or crashed worker ends
         if planted and args.plant == "gelu-tanh":
@@ -122,6 +135,11 @@ def main() -> None:
         mine = starts[rank * args.batch:(rank + 1) * args.batch]
         shift = 1 if planted and args.plant == "data-shift" else 0
         x, y = make_batch(data, mine, args.block, shift)
+        if planted and args.plant == "hang":
+            while True:  # a Python-level hang (as a stuck dataloader or a deadlock shows)
+                time.sleep(60)
+        if planting and args.plant == "mismatch" and step == args.plant_step:
+            dist.all_reduce(torch.ones(MISMATCH_NUMEL + (1 if planted else 0)))
         loss = model(x, y)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -130,6 +148,7 @@ def main() -> None:
         optimizer.step()
         if not args.quiet and rank == 0:
             print(f"step {step}: loss {loss.item():.6f}", flush=True)
+        time.sleep(args.step_delay)
     dist.destroy_process_group()
 
 
