@@ -81,8 +81,9 @@ bool Failed(const c10::intrusive_ptr<c10::ivalue::Future>& future) {
   return future.defined() && (!future->completed() || future->hasError());
 }
 
-// "gloo:all_reduce" and "c10d::allreduce_" both become "allreduce".
-std::string Normalized(std::string_view name) {
+}  // namespace
+
+std::string CollectiveKind(std::string_view name) {
   const size_t colon = name.rfind(':');
   if (colon != std::string_view::npos) name.remove_prefix(colon + 1);
   std::string out;
@@ -92,7 +93,7 @@ std::string Normalized(std::string_view name) {
   return out;
 }
 
-}  // namespace
+namespace {}  // namespace
 
 ThreadCollectives& ThisThread() {
   thread_local ThreadCollectives state;
@@ -131,21 +132,24 @@ c10::intrusive_ptr<c10::ivalue::Future> WorkFuture(const std::vector<c10::IValue
   return future;
 }
 
+std::vector<std::pair<const void*, GroupInfo>> ResolveGroupsNow() {
+  GroupResolver resolver;
+  {
+    std::lock_guard<std::mutex> lock(g_resolver_mu);
+    resolver = g_resolver;
+  }
+  return resolver ? resolver() : std::vector<std::pair<const void*, GroupInfo>>();
+}
+
 void SetGroupResolver(GroupResolver resolver) {
   std::lock_guard<std::mutex> lock(g_resolver_mu);
   g_resolver = std::move(resolver);
 }
 
 void CollectiveTable::AskResolver() {
-  GroupResolver resolver;
-  {
-    std::lock_guard<std::mutex> lock(g_resolver_mu);
-    resolver = g_resolver;
-  }
   // A group not seen yet (created after the last lookup): ask torch.distributed, with no lock
   // held, since the resolver takes the GIL.
-  std::vector<std::pair<const void*, GroupInfo>> groups;
-  if (resolver) groups = resolver();
+  std::vector<std::pair<const void*, GroupInfo>> groups = ResolveGroupsNow();
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [group_key, info] : groups) groups_[group_key] = std::move(info);
 }
@@ -353,10 +357,10 @@ std::unique_ptr<at::ObserverContext> CollectiveTable::ScopeEntered(CollectiveTab
     });
     if (first != nullptr) break;
   }
-  const std::string kind = Normalized(fn.name());
+  const std::string kind = CollectiveKind(fn.name());
   std::lock_guard<std::mutex> lock(table->mu_);
   for (const std::shared_ptr<CollectiveCall>& call : table->open_) {
-    if (call->matched || call->functional || Normalized(call->op) != kind) continue;
+    if (call->matched || call->functional || CollectiveKind(call->op) != kind) continue;
     // The scope names the work's inputs (none for a barrier, or a scatter off its root).
     const bool match = first == nullptr ||
                        std::find(call->data.begin(), call->data.end(), first) != call->data.end();

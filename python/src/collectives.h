@@ -71,11 +71,17 @@ struct GroupInfo {
   std::vector<int32_t> ranks;  // global ranks, in group-rank order
   uint32_t group_rank = 0;
   uint32_t group_size = 0;
+  std::string backend;  // "gloo", "nccl", ...; "" unknown
 };
 // Describes every process group this process knows, keyed by the address of its C++ object.
 // Installed by the Python module (it asks torch.distributed); called with no lock held.
 using GroupResolver = std::function<std::vector<std::pair<const void*, GroupInfo>>()>;
 void SetGroupResolver(GroupResolver resolver);
+// The resolver's answer now (empty without one); takes the GIL, so call it with no lock held.
+std::vector<std::pair<const void*, GroupInfo>> ResolveGroupsNow();
+// "gloo:all_reduce" and "c10d::allreduce_" both become "allreduce": a backend's scope and the
+// op that issued it have the same kind.
+std::string CollectiveKind(std::string_view name);
 
 bool IsCollectiveScope(std::string_view name);
 // Whether `name` may be a collective or a wait on one: a prefix test, before the schema lookup.

@@ -154,7 +154,8 @@ const void* PybindObjectAddress(py::handle obj) {
   return values.begin()->value_ptr();
 }
 
-// upguard._groups.describe(): (group object, name, global ranks, group rank) per process group.
+// upguard._groups.describe(): (group object, name, global ranks, group rank, backend) per
+// process group.
 std::vector<std::pair<const void*, GroupInfo>> ResolveGroups() {
   std::vector<std::pair<const void*, GroupInfo>> groups;
   if (!Py_IsInitialized()) return groups;
@@ -170,6 +171,7 @@ std::vector<std::pair<const void*, GroupInfo>> ResolveGroups() {
       info.ranks = entry[2].cast<std::vector<int32_t>>();
       info.group_rank = entry[3].cast<uint32_t>();
       info.group_size = static_cast<uint32_t>(info.ranks.size());
+      if (entry.size() > 4) info.backend = entry[4].cast<std::string>();
       groups.emplace_back(address, std::move(info));
     }
   } catch (const py::error_already_set& e) {
@@ -199,6 +201,9 @@ void ReadModelTensorsFromPython(const ModelTensorSink& sink) {
 }
 
 }  // namespace
+
+void DefineWatch(py::module_& m);  // watch_module.cc
+
 }  // namespace upguard::torch_adapter
 
 PYBIND11_MODULE(_C, m) {
@@ -207,6 +212,7 @@ PYBIND11_MODULE(_C, m) {
   adapter::SetGroupResolver(adapter::ResolveGroups);
   adapter::SetModelTensorSource(adapter::ReadModelTensorsFromPython);
   adapter::BindStartOptions(m);
+  adapter::DefineWatch(m);
   m.def("start", &adapter::StartFromPython, py::arg("options"));
   m.def(
       "stop",

@@ -1,8 +1,9 @@
-"""Zero-code-change recording for `upguard record -- CMD`.
+"""Zero-code-change recording for `upguard record -- CMD` (and watching, `upguard watch`).
 
 `upguard record` puts upguard/_bootstrap first on PYTHONPATH; its sitecustomize imports this
 module, which waits for the program to import torch and then starts recording with the options
-the CLI passed in UPGUARD_RECORD_* environment variables. The recording stops at exit.
+the CLI passed in UPGUARD_RECORD_* environment variables. The recording stops at exit. With
+UPGUARD_WATCH_DIR it starts the rank's watch ring (upguard/_watch.py) too, or alone.
 It is loaded by file path, without importing the upguard package (which imports torch): a
 Python process that never imports torch pays nothing.
 """
@@ -101,6 +102,12 @@ def _start_from_env() -> None:
     if _started_by_a_recording():
         return
     os.environ["UPGUARD_RECORDING_PID"] = str(os.getpid())
+    if os.environ.get("UPGUARD_WATCH_DIR"):
+        from upguard import _watch
+
+        _watch.start(os.environ["UPGUARD_WATCH_DIR"])
+    if not os.environ.get("UPGUARD_RECORD_DIR"):
+        return
     import upguard
 
     depth = os.environ.get("UPGUARD_RECORD_MAX_DEPTH", "")
@@ -143,7 +150,7 @@ class _AfterTorchImport(importlib.abc.MetaPathFinder):
 
 
 def install() -> None:
-    if "UPGUARD_RECORD_DIR" not in os.environ:
+    if "UPGUARD_RECORD_DIR" not in os.environ and "UPGUARD_WATCH_DIR" not in os.environ:
         return
     if "torch" in sys.modules:
         _start_from_env()

@@ -21,8 +21,8 @@ def _c10d() -> Any:
     return dist.distributed_c10d
 
 
-def describe() -> List[Tuple[Any, str, List[int], int]]:
-    """(group object, name, global ranks in group-rank order, this rank's group rank) per
+def describe() -> List[Tuple[Any, str, List[int], int, str]]:
+    """(group object, name, global ranks in group-rank order, this rank's group rank, backend) per
     group this rank belongs to. Called by the compiled recorder when a collective names a group
     it has not seen."""
     try:
@@ -35,8 +35,8 @@ def describe() -> List[Tuple[Any, str, List[int], int]]:
                 continue
             ordered = [g for g, _ in sorted(ranks.items(), key=lambda kv: kv[1])]
             name = str(c10d._pg_names.get(group, ""))
-            described.append((group, name, ordered, int(group.rank())))
             backend = c10d._pg_map.get(group, ("",))[0]
+            described.append((group, name, ordered, int(group.rank()), str(backend)))
             _seen[name] = {"name": name, "ranks": ordered, "backend": str(backend)}
         return described
     except Exception:  # never disturb the training

@@ -1,0 +1,122 @@
+"""`upguard watch` in a training process: this rank's watch ring (docs/formats/watch-ring.md).
+
+The compiled side (python/src/watch_feed.h) writes collectives, the last op and the step from
+torch's op callbacks. This side adds what only Python knows:
+
+* which rank this is (torchrun's RANK / WORLD_SIZE / LOCAL_RANK; 0 of 1 without them);
+* when the training is inside a DataLoader's ``__next__`` (waiting for a batch);
+* the Python stacks of every thread, when the monitor asks for them: a daemon thread polls the
+  ring's request word every 50 ms and answers with ``sys._current_frames()``. A rank stopped,
+  dead, or whose GIL is never released does not answer, which the monitor says.
+
+    upguard.watch.start("runs/w")   # rings under runs/w/watch/; usually done by `upguard watch`
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import socket
+import sys
+import threading
+import traceback
+from typing import Any, Optional
+
+import torch
+
+from upguard import _C
+
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
+_UPGUARD_DIR = os.path.dirname(os.path.abspath(__file__))
+_POLL_S = 0.05
+
+_stop = threading.Event()
+_poller: Optional[threading.Thread] = None
+
+
+def ring_path(run_dir: str, rank: int) -> str:
+    return os.path.join(run_dir, "watch", f"rank{rank}.ring")
+
+
+def _env_int(name: str, default: int) -> int:
+    try:
+        return int(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+def start(run_dir: str) -> str:
+    """Starts this process's ring under ``run_dir/watch/``; returns its path."""
+    global _poller
+    rank = _env_int("RANK", 0)
+    path = ring_path(run_dir, rank)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    _C.watch_start(path, rank, _env_int("WORLD_SIZE", 1), _env_int("LOCAL_RANK", -1),
+                   socket.gethostname(), [_TORCH_DIR + os.sep, _UPGUARD_DIR + os.sep],
+                   os.getcwd())
+    _hook_dataloader()
+    _stop.clear()
+    _poller = threading.Thread(target=_answer_stack_requests, name="upguard-watch-stacks",
+                               daemon=True)
+    _poller.start()
+    atexit.register(close)
+    return path
+
+
+def close() -> None:
+    """The process ends normally: the ring says so (a monitor tells this from a crash)."""
+    _stop.set()
+    _C.watch_close()
+
+
+def stacks_text() -> str:
+    """Every thread's Python stack, the main thread first, innermost frame last, one frame a
+    line ("file:line in function")."""
+    frames = sys._current_frames()
+    main = threading.main_thread().ident
+    names = {thread.ident: thread.name for thread in threading.enumerate()}
+    lines = []
+    for ident in sorted(frames, key=lambda i: (i != main, i)):
+        if ident == threading.get_ident():
+            continue  # this poller
+        lines.append(f"thread {names.get(ident, ident)}:")
+        for frame in traceback.extract_stack(frames[ident]):
+            lines.append(f"  {frame.filename}:{frame.lineno} in {frame.name}")
+    return "\n".join(lines)
+
+
+def _answer_stack_requests() -> None:
+    answered = _C.watch_stack_request()  # requests before this process started are not ours
+    while not _stop.wait(_POLL_S):
+        request = _C.watch_stack_request()
+        if request != answered:
+            try:
+                _C.watch_answer_stack(request, stacks_text())
+            except Exception as error:  # never the training's problem
+                _C.watch_answer_stack(request, f"(no stack: {error})")
+            answered = request
+
+
+_hooked = False
+
+
+def _hook_dataloader() -> None:
+    """Marks the time spent in a DataLoader iterator's ``__next__`` (the rank waits for data)."""
+    global _hooked
+    if _hooked:
+        return
+    from torch.utils.data import dataloader
+
+    base = dataloader._BaseDataLoaderIter
+    original = base.__next__
+
+    def __next__(self: Any) -> Any:
+        _C.watch_dataloader(True)
+        try:
+            return original(self)
+        finally:
+            _C.watch_dataloader(False)
+
+    __next__.__wrapped__ = original  # type: ignore[attr-defined]
+    base.__next__ = __next__  # type: ignore[method-assign]
+    _hooked = True
