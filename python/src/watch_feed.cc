@@ -174,7 +174,11 @@ std::unique_ptr<at::ObserverContext> OnOpEnter(const at::RecordFunction& fn) {
       std::fprintf(stderr, "upguard watch: %s not written: %s\n", name, e.what());
     }
   } else if (depth == 0) {
-    feed->ring->NoteOp(name);
+    // The autograd engine's wrapper around a node names the node after this prefix.
+    constexpr size_t kEvaluate = sizeof("autograd::engine::evaluate_function: ") - 1;
+    feed->ring->NoteOp(std::strncmp(name, "autograd::engine::evaluate_function: ", kEvaluate) == 0
+                           ? name + kEvaluate
+                           : name);
   }
   return nullptr;
 }

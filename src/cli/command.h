@@ -29,12 +29,14 @@ StatusOr<int> RunDiffCommand(int argc, char** argv);
 StatusOr<int> RunShowCommand(int argc, char** argv);
 StatusOr<int> RunNanCommand(int argc, char** argv);
 StatusOr<int> RunDemoCommand(int argc, char** argv);
+StatusOr<int> RunWatchCommand(int argc, char** argv);
 
 extern const char kRecordUsage[];
 extern const char kDiffUsage[];
 extern const char kShowUsage[];
 extern const char kNanUsage[];
 extern const char kDemoUsage[];
+extern const char kWatchUsage[];
 
 // True if argv holds -h or --help before any `--`.
 bool WantsHelp(int argc, char** argv);

@@ -20,6 +20,8 @@ const upguard::CommandInfo kCommands[] = {
      upguard::RunNanCommand},
     {"demo", "train a small GPT twice with one planted change and find it", upguard::kDemoUsage,
      upguard::RunDemoCommand},
+    {"watch", "name the rank that hangs or lags in a running training, and why",
+     upguard::kWatchUsage, upguard::RunWatchCommand},
 };
 
 void PrintHelp() {

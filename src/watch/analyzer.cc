@@ -1,0 +1,489 @@
+#include "watch/analyzer.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+namespace upguard::watch {
+namespace {
+
+double Seconds(uint64_t ns) { return double(ns) / 1e9; }
+
+std::string Fixed(double value, int digits = 1) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.*f", digits, value);
+  return text;
+}
+
+// "120 ms" or "3.4 s".
+std::string Duration(double seconds) {
+  return seconds < 1.0 ? Fixed(seconds * 1e3, 0) + " ms" : Fixed(seconds) + " s";
+}
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+double Percentile95(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  return values[std::min(values.size() - 1, values.size() * 95 / 100)];
+}
+
+std::string RankList(const std::vector<int>& ranks) {
+  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t idx = 0; idx < ranks.size(); ++idx) {
+    out += (idx ? "," : "") + std::to_string(ranks[idx]);
+  }
+  return out;
+}
+
+bool Done(const SlotView& slot) {
+  return slot.state == SlotState::kCompleted || slot.state == SlotState::kFailed;
+}
+
+const GroupView* FindGroup(const RingSnapshot& ring, const std::string& name) {
+  for (const GroupView& group : ring.groups) {
+    if (group.name == name) return &group;
+  }
+  return nullptr;
+}
+
+// One collective as every rank that still holds it saw it: (group name, seq) -> rank -> slot.
+struct Collective {
+  std::string group;
+  uint64_t seq = 0;
+  std::map<int, const SlotView*> by_rank;
+};
+using CollectiveKey = std::pair<std::string, uint64_t>;
+
+std::map<CollectiveKey, Collective> Collectives(const std::vector<RankLook>& ranks) {
+  std::map<CollectiveKey, Collective> out;
+  for (const RankLook& look : ranks) {
+    for (const SlotView& slot : look.ring.slots) {
+      if (slot.group >= look.ring.groups.size()) continue;
+      const std::string& group = look.ring.groups[slot.group].name;
+      Collective& entry = out[{group, slot.seq}];
+      entry.group = group;
+      entry.seq = slot.seq;
+      entry.by_rank[look.ring.rank] = &slot;
+    }
+  }
+  return out;
+}
+
+std::string Describe(const std::string& group, const SlotView& slot) {
+  std::string out = slot.op;
+  if (!slot.dtype.empty()) out += " " + slot.dtype + "[" + std::to_string(slot.count) + "]";
+  out += " in group " + group + ", seq " + std::to_string(slot.seq);
+  if (!slot.call_site.empty()) out += " (" + slot.call_site + ")";
+  return out;
+}
+
+std::string Signature(const SlotView& slot, bool with_count) {
+  std::string out = slot.op + " " + slot.dtype;
+  if (with_count) out += "[" + std::to_string(slot.count) + "]";
+  return out;
+}
+
+// Collectives whose inputs may differ between ranks by design (a root's list, split sizes).
+bool CountsMayDiffer(const std::string& op) {
+  for (const char* kind : {"gather", "scatter", "alltoall", "alltoallbase", "send", "recv",
+                           "recvanysource", "allgathercoalesced", "allreducecoalesced"}) {
+    if (op == kind) return true;
+  }
+  return false;
+}
+
+// The group's members: the global ranks any ring lists for it (sorted), else every ring.
+std::vector<int> Members(const std::vector<RankLook>& ranks, const std::string& group) {
+  for (const RankLook& look : ranks) {
+    const GroupView* view = FindGroup(look.ring, group);
+    if (view != nullptr && !view->members.empty() && view->members.size() == view->size) {
+      std::vector<int> members = view->members;
+      std::sort(members.begin(), members.end());
+      return members;
+    }
+  }
+  std::vector<int> all;
+  for (const RankLook& look : ranks) all.push_back(look.ring.rank);
+  return all;
+}
+
+const RankLook* RankOf(const std::vector<RankLook>& ranks, int rank) {
+  for (const RankLook& look : ranks) {
+    if (look.ring.rank == rank) return &look;
+  }
+  return nullptr;
+}
+
+// The main thread's stack from the rank's last answer, innermost frame last; empty when it
+// never answered.
+std::vector<std::string> MainStack(const RingSnapshot& ring) {
+  std::vector<std::string> frames;
+  std::istringstream text(ring.stack.text);
+  std::string line;
+  bool main = false;
+  while (std::getline(text, line)) {
+    if (line.rfind("thread ", 0) == 0) {
+      if (main) break;
+      main = line.find("MainThread") != std::string::npos;
+      continue;
+    }
+    if (main) frames.push_back(line.substr(line.find_first_not_of(' ')));
+  }
+  return frames;
+}
+
+struct Doing {
+  std::string cause;
+  std::string detail;
+  std::vector<std::string> stack;
+};
+
+// What a rank does now, as the cause of whatever waits on it.
+Doing WhatItDoes(const RankLook& look, uint64_t now_ns, const AnalyzerOptions& options) {
+  const RingSnapshot& ring = look.ring;
+  const ActivityView& act = ring.activity;
+  const std::string where = "at step " + std::to_string(act.step) +
+                            (act.last_op.empty() ? "" : ", last op " + act.last_op);
+  const std::string pid = "process " + std::to_string(ring.pid);
+  const double beat_age = Seconds(now_ns - std::min(now_ns, RingRealtime(ring, ring.heartbeat_ns)));
+  if (look.process == ProcessState::kGone) {
+    return {"exited", pid + " is gone without closing its ring (killed or crashed) " + where, {}};
+  }
+  if (look.process == ProcessState::kStopped) {
+    return {"stopped", pid + " is stopped (SIGSTOP or a debugger) " + where, {}};
+  }
+  if (beat_age > options.stale_s) {
+    return {"unresponsive", "its heartbeat stopped " + Duration(beat_age) + " ago " + where, {}};
+  }
+  for (const SlotView& slot : ring.slots) {
+    if (!Done(slot) && slot.group < ring.groups.size()) {
+      const double age = Seconds(now_ns - std::min(now_ns, RingRealtime(ring, slot.issued_ns)));
+      return {"waiting",
+              "it waits " + Duration(age) + " in " + Describe(ring.groups[slot.group].name, slot),
+              {}};
+    }
+  }
+  if (act.dataloader_since_ns != 0) {
+    const double waited =
+        Seconds(now_ns - std::min(now_ns, RingRealtime(ring, act.dataloader_since_ns)));
+    return {"dataloader",
+            "it waits " + Duration(waited) + " for a batch from its DataLoader " + where,
+            {}};
+  }
+  const double idle = Seconds(now_ns - std::min(now_ns, RingRealtime(ring, act.last_op_ns)));
+  if (act.ops > 0 && idle < options.idle_s) {
+    return {"compute",
+            "it computes (last op " + act.last_op + " " + Duration(idle) + " ago) at step " +
+                std::to_string(act.step),
+            {}};
+  }
+  Doing python{"python", "it runs Python code and no op for " + Duration(idle) + " " + where,
+               MainStack(ring)};
+  if (!python.stack.empty()) python.detail += "; innermost frame " + python.stack.back();
+  return python;
+}
+
+}  // namespace
+
+uint64_t RingRealtime(const RingSnapshot& ring, uint64_t monotonic_ns) {
+  return ring.start_realtime_ns + (monotonic_ns - ring.start_monotonic_ns);
+}
+
+std::vector<Alert> Analyzer::Look(const std::vector<RankLook>& ranks, uint64_t now_ns) {
+  current_.clear();
+  for (const RankLook& look : ranks) {
+    const uint64_t bytes = look.ring.net.tx_bytes + look.ring.net.rx_bytes;
+    auto last = last_net_.find(look.ring.rank);
+    net_moved_[look.ring.rank] = last == last_net_.end() || last->second.first != bytes;
+    if (last == last_net_.end() || last->second.second != look.ring.net_sampled_ns) {
+      last_net_[look.ring.rank] = {bytes, look.ring.net_sampled_ns};
+    }
+  }
+  Mismatches(ranks);
+  Dead(ranks, now_ns);
+  Stalls(ranks, now_ns);
+  Stragglers(ranks);
+  Throughput(ranks);
+  std::vector<Alert> fresh;
+  for (Alert& alert : current_) {
+    alert.time_ns = now_ns;
+    if (reported_.insert(alert.key).second) fresh.push_back(alert);
+  }
+  return fresh;
+}
+
+void Analyzer::Mismatches(const std::vector<RankLook>& ranks) {
+  for (const auto& [key, collective] : Collectives(ranks)) {
+    if (collective.by_rank.size() < 2) continue;
+    // The first rank's signature is the reference: on a tie the higher ranks are named.
+    const SlotView& reference = *collective.by_rank.begin()->second;
+    std::map<std::string, std::vector<int>> by_signature;
+    for (const auto& [rank, slot] : collective.by_rank) {
+      const bool counts = !CountsMayDiffer(slot->op) && !CountsMayDiffer(reference.op);
+      by_signature[Signature(*slot, counts)].push_back(rank);
+    }
+    if (by_signature.size() < 2) continue;
+    const bool counts = !CountsMayDiffer(reference.op);
+    const std::string reference_signature = Signature(reference, counts);
+    size_t best = by_signature[reference_signature].size();
+    std::string majority = reference_signature;
+    for (const auto& [signature, members] : by_signature) {
+      if (members.size() > best) best = members.size(), majority = signature;
+    }
+    std::vector<int> odd;
+    std::string others;
+    for (const auto& [signature, members] : by_signature) {
+      if (signature == majority) continue;
+      odd.insert(odd.end(), members.begin(), members.end());
+      others += (others.empty() ? "" : "; ") + RankList(members) + " issued " + signature;
+    }
+    std::sort(odd.begin(), odd.end());
+    Alert alert;
+    alert.trigger = "mismatch";
+    alert.cause = "mismatch";
+    alert.ranks = odd;
+    alert.collective = Describe(collective.group, reference);
+    alert.detail = "seq " + std::to_string(collective.seq) + " of group " + collective.group +
+                   ": " + RankList(by_signature[majority]) + " issued " + majority + ", " + others;
+    alert.key = "mismatch:" + collective.group + ":" + std::to_string(collective.seq);
+    current_.push_back(alert);
+  }
+}
+
+void Analyzer::Dead(const std::vector<RankLook>& ranks, uint64_t now_ns) {
+  for (const RankLook& look : ranks) {
+    if (look.ring.closed) continue;
+    Doing doing = WhatItDoes(look, now_ns, options_);
+    if (doing.cause != "exited" && doing.cause != "stopped" && doing.cause != "unresponsive") {
+      continue;
+    }
+    Alert alert;
+    alert.trigger = "dead";
+    alert.cause = doing.cause;
+    alert.ranks = {look.ring.rank};
+    alert.detail = "rank " + std::to_string(look.ring.rank) + ": " + doing.detail;
+    alert.key = "dead:" + std::to_string(look.ring.rank) + ":" + doing.cause;
+    current_.push_back(alert);
+  }
+}
+
+void Analyzer::Stalls(const std::vector<RankLook>& ranks, uint64_t now_ns) {
+  // Recent durations per (group, op), every rank's completed collectives.
+  std::map<std::pair<std::string, std::string>, std::vector<double>> durations;
+  for (const RankLook& look : ranks) {
+    for (const SlotView& slot : look.ring.slots) {
+      if (!Done(slot) || slot.group >= look.ring.groups.size()) continue;
+      durations[{look.ring.groups[slot.group].name, slot.op}].push_back(
+          Seconds(slot.completed_ns - slot.issued_ns));
+    }
+  }
+  std::set<std::string> stalled_groups;
+  for (const auto& [key, collective] : Collectives(ranks)) {
+    if (stalled_groups.count(collective.group)) continue;  // its oldest stall only
+    const SlotView* oldest = nullptr;
+    double age = 0;
+    std::vector<int> waiting;
+    for (const auto& [rank, slot] : collective.by_rank) {
+      if (Done(*slot)) continue;
+      const RankLook* look = RankOf(ranks, rank);
+      const double waited =
+          Seconds(now_ns - std::min(now_ns, RingRealtime(look->ring, slot->issued_ns)));
+      std::vector<double>& recent = durations[{collective.group, slot->op}];
+      const double threshold =
+          std::max(options_.stall_floor_s, options_.stall_factor * Percentile95(recent));
+      if (waited < threshold) continue;
+      waiting.push_back(rank);
+      if (waited > age) age = waited, oldest = slot;
+    }
+    if (oldest == nullptr) continue;
+    stalled_groups.insert(collective.group);
+    // Who never issued it.
+    std::vector<int> missing;
+    for (int member : Members(ranks, collective.group)) {
+      const RankLook* look = RankOf(ranks, member);
+      const GroupView* group = look ? FindGroup(look->ring, collective.group) : nullptr;
+      if (look == nullptr || group == nullptr || group->issued_seq < collective.seq) {
+        missing.push_back(member);
+      }
+    }
+    Alert alert;
+    alert.trigger = "stall";
+    alert.collective = Describe(collective.group, *oldest);
+    alert.key = "stall:" + collective.group + ":" + std::to_string(collective.seq);
+    const std::string waits =
+        RankList(waiting) + " wait" + (waiting.size() == 1 ? "s " : " ") + Duration(age) + " in it";
+    if (!missing.empty()) {
+      alert.ranks = missing;
+      std::string doing_text;
+      for (int member : missing) {
+        const RankLook* look = RankOf(ranks, member);
+        Doing doing = look ? WhatItDoes(*look, now_ns, options_)
+                           : Doing{"no_ring",
+                                   "it wrote no watch ring (not started, or "
+                                   "started without upguard)",
+                                   {}};
+        if (alert.cause.empty()) alert.cause = doing.cause, alert.stack = doing.stack;
+        doing_text += "; rank " + std::to_string(member) + " never issued it: " + doing.detail;
+      }
+      alert.detail = waits + doing_text;
+    } else {
+      // Every member issued it: the transfer itself does not finish.
+      std::vector<int> down, quiet;
+      for (int member : Members(ranks, collective.group)) {
+        const RankLook* look = RankOf(ranks, member);
+        if (look == nullptr) continue;
+        if (look->ring.net.links > 0 && look->ring.net.links_up < look->ring.net.links) {
+          down.push_back(member);
+        } else if (!net_moved_[member]) {
+          quiet.push_back(member);
+        }
+      }
+      if (!down.empty()) {
+        alert.cause = "link_down";
+        alert.ranks = down;
+        alert.detail =
+            waits + "; every rank issued it; the network link of " + RankList(down) + " is down";
+      } else {
+        alert.cause = "network";
+        alert.ranks = quiet.empty() ? Members(ranks, collective.group) : quiet;
+        alert.detail = waits + "; every rank issued it and none completed" +
+                       (quiet.empty() ? "" : "; no bytes moved on the links of " + RankList(quiet));
+      }
+    }
+    current_.push_back(alert);
+  }
+}
+
+void Analyzer::Stragglers(const std::vector<RankLook>& ranks) {
+  std::map<std::string, std::vector<const Collective*>> by_group;
+  const auto collectives = Collectives(ranks);
+  for (const auto& [key, collective] : collectives)
+    by_group[collective.group].push_back(&collective);
+  for (const auto& [group, list] : by_group) {
+    const std::vector<int> members = Members(ranks, group);
+    if (members.size() < 2) continue;
+    // The group's recent collectives every member still holds, newest last.
+    std::vector<const Collective*> full;
+    for (const Collective* collective : list) {
+      if (collective->by_rank.size() == members.size()) full.push_back(collective);
+    }
+    if (full.size() < options_.straggler_window / 2) continue;
+    if (full.size() > options_.straggler_window) {
+      full.erase(full.begin(), full.end() - long(options_.straggler_window));
+    }
+    std::map<int, std::vector<double>> lateness;  // rank -> how late, when it was last
+    for (const Collective* collective : full) {
+      int last = -1;
+      uint64_t last_time = 0;
+      std::vector<double> others;
+      for (const auto& [rank, slot] : collective->by_rank) {
+        const uint64_t issued = RingRealtime(RankOf(ranks, rank)->ring, slot->issued_ns);
+        if (last < 0 || issued > last_time) last = rank, last_time = issued;
+      }
+      for (const auto& [rank, slot] : collective->by_rank) {
+        if (rank == last) continue;
+        const uint64_t issued = RingRealtime(RankOf(ranks, rank)->ring, slot->issued_ns);
+        others.push_back(Seconds(last_time - std::min(last_time, issued)));
+      }
+      lateness[last].push_back(Median(others));
+    }
+    for (const auto& [rank, late] : lateness) {
+      const double share = double(late.size()) / double(full.size());
+      const double margin = Median(late);
+      if (share < options_.straggler_share || margin < options_.straggler_min_s) continue;
+      // Compute or communication: the time between its collectives against the others'.
+      std::vector<double> own_gap, other_gap, own_comm;
+      for (size_t idx = 1; idx < full.size(); ++idx) {
+        if (full[idx]->seq != full[idx - 1]->seq + 1) continue;
+        for (const auto& [member, slot] : full[idx]->by_rank) {
+          const SlotView* before = full[idx - 1]->by_rank.at(member);
+          if (!Done(*before)) continue;
+          const double gap =
+              Seconds(slot->issued_ns - std::min(slot->issued_ns, before->completed_ns));
+          (member == rank ? own_gap : other_gap).push_back(gap);
+          if (member == rank && Done(*slot)) {
+            own_comm.push_back(Seconds(slot->completed_ns - slot->issued_ns));
+          }
+        }
+      }
+      const bool compute = Median(own_gap) >= Median(other_gap) + margin / 2;
+      Alert alert;
+      alert.trigger = "straggler";
+      alert.cause = compute ? "slow_compute" : "slow_communication";
+      alert.ranks = {rank};
+      alert.collective = Describe(group, *full.back()->by_rank.at(rank));
+      alert.detail = "rank " + std::to_string(rank) + " entered last in " +
+                     std::to_string(late.size()) + " of the " + std::to_string(full.size()) +
+                     " latest collectives of group " + group + ", by " + Duration(margin) +
+                     " (median); between collectives it spends " + Duration(Median(own_gap)) +
+                     " against " + Duration(Median(other_gap)) + " on the others" +
+                     (compute ? ": slow in compute" : ": slow in communication") +
+                     " (its collectives then take " + Duration(Median(own_comm)) + ")";
+      alert.key = "straggler:" + std::to_string(rank);
+      current_.push_back(alert);
+    }
+  }
+}
+
+void Analyzer::Throughput(const std::vector<RankLook>& ranks) {
+  const RankLook* lead = nullptr;  // the rank with the most steps seen
+  for (const RankLook& look : ranks) {
+    if (lead == nullptr ||
+        look.ring.activity.step_ends.size() > lead->ring.activity.step_ends.size()) {
+      lead = &look;
+    }
+  }
+  if (lead == nullptr) return;
+  const std::vector<uint64_t>& ends = lead->ring.activity.step_ends;
+  if (ends.size() < options_.throughput_min_steps + 1) return;
+  std::vector<double> steps;
+  for (size_t idx = 1; idx < ends.size(); ++idx)
+    steps.push_back(Seconds(ends[idx] - ends[idx - 1]));
+  constexpr size_t kRecent = 3;
+  const std::vector<double> before(steps.begin(), steps.end() - kRecent);
+  const std::vector<double> recent(steps.end() - kRecent, steps.end());
+  const double base = Median(before);
+  const double now = Median(recent);
+  if (base <= 0) return;
+  if (now < options_.throughput_factor * base) {
+    if (now < 1.5 * base) reported_.erase("throughput");  // recovered: a later drop is new
+    return;
+  }
+  // Where the time went: collective time per step, before and recently, on the lead rank.
+  const uint64_t recent_from = ends[ends.size() - 1 - kRecent];
+  double comm_recent = 0, comm_before = 0;
+  for (const SlotView& slot : lead->ring.slots) {
+    if (!Done(slot) || slot.issued_ns < ends.front()) continue;
+    const double spent = Seconds(slot.completed_ns - slot.issued_ns);
+    (slot.issued_ns >= recent_from ? comm_recent : comm_before) += spent;
+  }
+  comm_recent /= double(kRecent);
+  comm_before /= double(before.size());
+  const bool communication = comm_recent - comm_before >= 0.5 * (now - base);
+  Alert alert;
+  alert.trigger = "throughput";
+  alert.cause = communication ? "communication" : "compute";
+  std::vector<int> all;
+  for (const RankLook& look : ranks) all.push_back(look.ring.rank);
+  std::vector<int> down;
+  for (const RankLook& look : ranks) {
+    if (look.ring.net.links > 0 && look.ring.net.links_up < look.ring.net.links) {
+      down.push_back(look.ring.rank);
+    }
+  }
+  alert.ranks = communication && !down.empty() ? down : all;
+  alert.detail = "steps take " + Duration(now) + " against " + Duration(base) + " before (" +
+                 Fixed(now / base) + "x); collectives take " + Duration(comm_recent) +
+                 " of a step against " + Duration(comm_before) + " before" +
+                 (communication ? ": the time goes to communication"
+                                : ": the time goes to compute between collectives");
+  alert.key = "throughput";
+  current_.push_back(alert);
+}
+
+}  // namespace upguard::watch

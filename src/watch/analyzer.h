@@ -1,0 +1,87 @@
+// The root cause of a hang or a slowdown, from every rank's ring (ring_reader.h): the same
+// analysis live (monitor.h, every 100 ms) and post mortem (`upguard watch --analyze`, on the
+// files the ranks left). docs/watch.md explains each trigger and cause.
+//
+// Triggers, checked at each look:
+//   mismatch    two ranks issued the same collective (group, sequence number) with another op,
+//               dtype or element count;
+//   dead        a rank's ring is stale: its process is gone without closing it, stopped, or (on
+//               another host) its heartbeat stopped;
+//   stall       a collective in flight longer than max(floor, factor x the 95th percentile of
+//               that group's and op's recent durations); the cause is the rank that never issued
+//               it and what it does instead, or, when every rank issued it, the network;
+//   straggler   one rank entered last in most of a group's recent collectives, by a margin;
+//               slow in compute or in communication;
+//   throughput  the recent steps take factor x longer than the earlier ones; whether the time
+//               went to collectives (communication) or between them (compute).
+//
+//   Analyzer analyzer(options);
+//   for (const Alert& alert : analyzer.Look(ranks, RealtimeNs())) Print(alert);
+//
+// Only the alert keys (a finding is reported once) and the last network counters carry from one
+// look to the next; everything else is read from the rings each time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "watch/alert.h"
+#include "watch/ring_reader.h"
+
+namespace upguard::watch {
+
+enum class ProcessState : uint8_t {
+  kRunning,
+  kStopped,  // SIGSTOP, a debugger
+  kGone,     // no such process (or a zombie)
+  kUnknown,  // on another host, or the monitor may not look
+};
+
+struct RankLook {
+  RingSnapshot ring;
+  ProcessState process = ProcessState::kUnknown;
+};
+
+struct AnalyzerOptions {
+  double stall_floor_s = 2.0;
+  double stall_factor = 5.0;
+  double stale_s = 1.5;  // a heartbeat older than this: the ring is stale
+  double idle_s = 1.0;   // no op for this long: the rank is not computing
+  double straggler_min_s = 0.05;
+  size_t straggler_window = 16;
+  double straggler_share = 0.75;
+  double throughput_factor = 2.0;
+  size_t throughput_min_steps = 8;
+};
+
+class Analyzer {
+ public:
+  explicit Analyzer(AnalyzerOptions options = {}) : options_(options) {}
+
+  // One look at every rank at `now_ns` (CLOCK_REALTIME); returns the findings not reported
+  // before.
+  std::vector<Alert> Look(const std::vector<RankLook>& ranks, uint64_t now_ns);
+  // Every finding of the look, reported or not (the post-mortem report).
+  const std::vector<Alert>& current() const { return current_; }
+
+ private:
+  void Mismatches(const std::vector<RankLook>& ranks);
+  void Dead(const std::vector<RankLook>& ranks, uint64_t now_ns);
+  void Stalls(const std::vector<RankLook>& ranks, uint64_t now_ns);
+  void Stragglers(const std::vector<RankLook>& ranks);
+  void Throughput(const std::vector<RankLook>& ranks);
+
+  AnalyzerOptions options_;
+  std::vector<Alert> current_;
+  std::set<std::string> reported_;
+  std::map<int, std::pair<uint64_t, uint64_t>> last_net_;  // rank -> (tx + rx, sampled ns)
+  std::map<int, bool> net_moved_;                          // bytes moved since the last look
+};
+
+// The time of `t` (the ring's CLOCK_MONOTONIC) on CLOCK_REALTIME, through the ring's start pair.
+uint64_t RingRealtime(const RingSnapshot& ring, uint64_t monotonic_ns);
+
+}  // namespace upguard::watch

@@ -1,0 +1,121 @@
+#include "watch/monitor.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "watch/ring_layout.h"
+
+namespace upguard::watch {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr double kAskAfterIdleS = 0.5;  // a rank without an op this long is asked for its stack
+constexpr double kAskEveryS = 1.0;
+
+bool IsRingName(const std::string& name) {
+  if (name.rfind("rank", 0) != 0 || name.size() <= 9) return false;
+  if (name.compare(name.size() - 5, 5, ".ring") != 0) return false;
+  const std::string digits = name.substr(4, name.size() - 9);
+  return std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(c); });
+}
+
+}  // namespace
+
+ProcessState LocalProcessState(int pid) {
+  if (pid <= 0) return ProcessState::kUnknown;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!std::getline(stat, text)) return ProcessState::kGone;
+  const size_t paren = text.rfind(')');  // the command name may hold spaces and parentheses
+  if (paren == std::string::npos || paren + 2 >= text.size()) return ProcessState::kUnknown;
+  const char state = text[paren + 2];
+  if (state == 'Z' || state == 'X') return ProcessState::kGone;
+  if (state == 'T' || state == 't') return ProcessState::kStopped;
+  return ProcessState::kRunning;
+}
+
+StatusOr<std::unique_ptr<Monitor>> Monitor::Open(MonitorOptions options) {
+  std::unique_ptr<Monitor> monitor(new Monitor(std::move(options)));
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  monitor->hostname_ = host;
+  return monitor;
+}
+
+Status Monitor::OpenNewRings() {
+  const fs::path dir = fs::path(options_.dir) / "watch";
+  std::error_code error;
+  if (!fs::is_directory(dir, error)) return Status::Ok();  // no rank started yet
+  for (const auto& entry : fs::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (!IsRingName(name) || readers_.count(name)) continue;
+    auto reader = RingReader::Open(entry.path().string());
+    if (!reader.ok()) {
+      if (reader.status().code() == StatusCode::kNotFound) continue;  // gone meanwhile
+      return reader.status();
+    }
+    readers_[name] = std::move(*reader);
+  }
+  return Status::Ok();
+}
+
+void Monitor::AskIdleForStacks(uint64_t now_ns) {
+  for (auto& [name, reader] : readers_) {
+    (void)name;
+    const RingSnapshot* ring = nullptr;
+    for (const RankLook& look : ranks_) {
+      if (look.ring.path == reader->path()) ring = &look.ring;
+    }
+    if (ring == nullptr || ring->closed || ring->hostname != hostname_) continue;
+    const double idle =
+        double(now_ns - std::min(now_ns, RingRealtime(*ring, ring->activity.last_op_ns))) / 1e9;
+    const double since_asked = double(now_ns - std::min(now_ns, asked_ns_[ring->rank])) / 1e9;
+    if (idle >= kAskAfterIdleS && since_asked >= kAskEveryS &&
+        ring->stack.answered == ring->stack.request) {
+      if (reader->RequestStack()) asked_ns_[ring->rank] = now_ns;
+    }
+  }
+}
+
+StatusOr<std::vector<Alert>> Monitor::Poll() {
+  RETURN_IF_ERROR(OpenNewRings());
+  ranks_.clear();
+  uint64_t latest_beat = 0;
+  for (const auto& [name, reader] : readers_) {
+    (void)name;
+    RankLook look;
+    look.ring = reader->Snapshot();
+    look.process =
+        look.ring.hostname == hostname_ ? LocalProcessState(look.ring.pid) : ProcessState::kUnknown;
+    latest_beat = std::max(latest_beat, RingRealtime(look.ring, look.ring.heartbeat_ns));
+    ranks_.push_back(std::move(look));
+  }
+  std::sort(ranks_.begin(), ranks_.end(),
+            [](const RankLook& a, const RankLook& b) { return a.ring.rank < b.ring.rank; });
+  const uint64_t now = options_.post_mortem ? latest_beat : RealtimeNs();
+  last_look_ns_ = now;
+  std::vector<Alert> fresh = analyzer_.Look(ranks_, now);
+  reported_.insert(reported_.end(), fresh.begin(), fresh.end());
+  if (!options_.post_mortem) {
+    AskIdleForStacks(now);
+    if (!fresh.empty()) {
+      const std::string path = (fs::path(options_.dir) / "alerts.jsonl").string();
+      std::ofstream out(path, std::ios::app);
+      for (const Alert& alert : fresh) out << AlertJson(alert) << "\n";
+      if (!out) return IoError("cannot append to " + path + " (is the run directory writable?)");
+    }
+  }
+  return fresh;
+}
+
+bool Monitor::AllClosed() const {
+  if (ranks_.empty()) return false;
+  return std::all_of(ranks_.begin(), ranks_.end(),
+                     [](const RankLook& look) { return look.ring.closed; });
+}
+
+}  // namespace upguard::watch

@@ -1,0 +1,114 @@
+#include "watch/report.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace upguard::watch {
+namespace {
+
+const char* ProcessName(const RankLook& look) {
+  if (look.ring.closed) return "ended";
+  switch (look.process) {
+    case ProcessState::kRunning:
+      return "running";
+    case ProcessState::kStopped:
+      return "stopped";
+    case ProcessState::kGone:
+      return "gone";
+    case ProcessState::kUnknown:
+      break;
+  }
+  return "unknown";
+}
+
+double Ago(const RingSnapshot& ring, uint64_t monotonic_ns, uint64_t now_ns) {
+  const uint64_t at = RingRealtime(ring, monotonic_ns);
+  return double(now_ns - std::min(now_ns, at)) / 1e9;
+}
+
+// The collectives the rank has issued and not completed, oldest first.
+std::vector<const SlotView*> InFlight(const RingSnapshot& ring) {
+  std::vector<const SlotView*> out;
+  for (const SlotView& slot : ring.slots) {
+    if (slot.state == SlotState::kIssued || slot.state == SlotState::kStarted) {
+      out.push_back(&slot);
+    }
+  }
+  return out;
+}
+
+std::string GroupName(const RingSnapshot& ring, const SlotView& slot) {
+  return slot.group < ring.groups.size() ? ring.groups[slot.group].name : "?";
+}
+
+}  // namespace
+
+std::string RenderWatchText(const std::vector<Alert>& findings, const std::vector<RankLook>& ranks,
+                            uint64_t now_ns) {
+  std::string out = "upguard watch: " + std::to_string(ranks.size()) + " rank" +
+                    (ranks.size() == 1 ? "" : "s") + ", " +
+                    (findings.empty() ? std::string("no findings")
+                                      : std::to_string(findings.size()) + " finding" +
+                                            (findings.size() == 1 ? "" : "s")) +
+                    "\n";
+  for (const Alert& alert : findings) out += "  " + AlertLine(alert).substr(15) + "\n";
+  out += "ranks:\n";
+  char line[512];
+  for (const RankLook& look : ranks) {
+    const RingSnapshot& ring = look.ring;
+    std::snprintf(line, sizeof(line), "  rank %d  pid %d  %s  step %lld", ring.rank, ring.pid,
+                  ProcessName(look), static_cast<long long>(ring.activity.step));
+    out += line;
+    if (!ring.activity.last_op.empty()) {
+      std::snprintf(line, sizeof(line), "  last op %s %.1f s ago", ring.activity.last_op.c_str(),
+                    Ago(ring, ring.activity.last_op_ns, now_ns));
+      out += line;
+    }
+    for (const SlotView* slot : InFlight(ring)) {
+      std::snprintf(line, sizeof(line), "  in %s (group %s, seq %llu) for %.1f s", slot->op.c_str(),
+                    GroupName(ring, *slot).c_str(), static_cast<unsigned long long>(slot->seq),
+                    Ago(ring, slot->issued_ns, now_ns));
+      out += line;
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+nlohmann::ordered_json WatchToJson(const std::string& dir, const std::vector<Alert>& findings,
+                                   const std::vector<RankLook>& ranks, uint64_t now_ns) {
+  nlohmann::ordered_json out;
+  out["schema"] = "upguard.watch/1";
+  out["dir"] = dir;
+  out["time"] = IsoTime(now_ns);
+  out["findings"] = nlohmann::ordered_json::array();
+  for (const Alert& alert : findings) {
+    out["findings"].push_back(nlohmann::ordered_json::parse(AlertJson(alert)));
+  }
+  out["ranks"] = nlohmann::ordered_json::array();
+  for (const RankLook& look : ranks) {
+    const RingSnapshot& ring = look.ring;
+    nlohmann::ordered_json rank;
+    rank["rank"] = ring.rank;
+    rank["pid"] = ring.pid;
+    rank["host"] = ring.hostname;
+    rank["process"] = ProcessName(look);
+    rank["step"] = ring.activity.step;
+    rank["last_op"] = ring.activity.last_op;
+    rank["collectives"] = ring.entries;
+    rank["in_flight"] = nlohmann::ordered_json::array();
+    for (const SlotView* slot : InFlight(ring)) {
+      rank["in_flight"].push_back({{"op", slot->op},
+                                   {"group", GroupName(ring, *slot)},
+                                   {"seq", slot->seq},
+                                   {"dtype", slot->dtype},
+                                   {"count", slot->count},
+                                   {"call_site", slot->call_site},
+                                   {"seconds", Ago(ring, slot->issued_ns, now_ns)}});
+    }
+    out["ranks"].push_back(rank);
+  }
+  return out;
+}
+
+}  // namespace upguard::watch
