@@ -1,11 +1,7 @@
 #include "watch_feed.h"
 
 #include <ATen/record_function.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <pthread.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -14,10 +10,8 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
-#include <fstream>
 #include <memory>
 #include <mutex>
-#include <sstream>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -26,6 +20,7 @@
 #include "collectives.h"
 #include "ivalue_args.h"
 #include "op_info.h"
+#include "watch/net_sample.h"
 
 namespace upguard::torch_adapter {
 namespace {
@@ -238,43 +233,11 @@ void OnScopeExit(const at::RecordFunction& fn, at::ObserverContext* ctx_base) {
   if (Feed* feed = g_feed.load(std::memory_order_acquire)) feed->ring->Completed(ctx->entry);
 }
 
-// The network interfaces of the process's namespace, loopback excluded: bytes from
-// /proc/self/net/dev, link state from the interface flags (up and running: the carrier is on).
-watch::NetSample ReadNet() {
-  watch::NetSample sample;
-  std::ifstream dev("/proc/self/net/dev");
-  std::string line;
-  int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  while (std::getline(dev, line)) {
-    const size_t colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    std::string name = line.substr(0, colon);
-    name.erase(0, name.find_first_not_of(' '));
-    if (name == "lo") continue;
-    std::istringstream fields(line.substr(colon + 1));
-    uint64_t values[16] = {};
-    for (uint64_t& value : values) fields >> value;
-    sample.rx_bytes += values[0];
-    sample.tx_bytes += values[8];
-    sample.links += 1;
-    if (sock >= 0 && name.size() < IFNAMSIZ) {
-      ifreq request{};
-      std::strncpy(request.ifr_name, name.c_str(), IFNAMSIZ - 1);
-      if (ioctl(sock, SIOCGIFFLAGS, &request) == 0 && (request.ifr_flags & IFF_UP) &&
-          (request.ifr_flags & IFF_RUNNING)) {
-        sample.links_up += 1;
-      }
-    }
-  }
-  if (sock >= 0) close(sock);
-  return sample;
-}
-
 void Beat(Feed* feed) {
   std::unique_lock<std::mutex> lock(feed->beat_mu);
   while (!feed->stopping) {
     lock.unlock();
-    feed->ring->Beat(ReadNet());
+    feed->ring->Beat(watch::ReadNetSample());
     lock.lock();
     feed->beat_cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return feed->stopping; });
   }

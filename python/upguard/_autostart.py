@@ -99,15 +99,15 @@ def _start_from_env() -> None:
         # The workers inherit the environment: they put the launch command in their metadata.
         os.environ["UPGUARD_LAUNCHER_ARGV"] = json.dumps(list(getattr(sys, "orig_argv", [])))
         return
-    if _started_by_a_recording():
-        return
-    os.environ["UPGUARD_RECORDING_PID"] = str(os.getpid())
     if os.environ.get("UPGUARD_WATCH_DIR"):
         from upguard import _watch
 
-        _watch.start(os.environ["UPGUARD_WATCH_DIR"])
-    if not os.environ.get("UPGUARD_RECORD_DIR"):
+        # The ring starts when the process joins a process group: a launcher, a DataLoader
+        # worker or a compiler's helper never does, whatever its command line looks like.
+        _watch.arm(os.environ["UPGUARD_WATCH_DIR"])
+    if not os.environ.get("UPGUARD_RECORD_DIR") or _started_by_a_recording():
         return
+    os.environ["UPGUARD_RECORDING_PID"] = str(os.getpid())
     import upguard
 
     depth = os.environ.get("UPGUARD_RECORD_MAX_DEPTH", "")

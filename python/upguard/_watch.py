@@ -3,13 +3,14 @@
 The compiled side (python/src/watch_feed.h) writes collectives, the last op and the step from
 torch's op callbacks. This side adds what only Python knows:
 
-* which rank this is (torchrun's RANK / WORLD_SIZE / LOCAL_RANK; 0 of 1 without them);
+* which rank this is: the ring starts when the process joins its default process group
+  (``init_process_group``), as the rank it got there;
 * when the training is inside a DataLoader's ``__next__`` (waiting for a batch);
 * the Python stacks of every thread, when the monitor asks for them: a daemon thread polls the
   ring's request word every 50 ms and answers with ``sys._current_frames()``. A rank stopped,
   dead, or whose GIL is never released does not answer, which the monitor says.
 
-    upguard.watch.start("runs/w")   # rings under runs/w/watch/; usually done by `upguard watch`
+    _watch.arm("runs/w")   # rings under runs/w/watch/; done by `upguard watch` (UPGUARD_WATCH_DIR)
 """
 
 from __future__ import annotations
@@ -45,13 +46,45 @@ def _env_int(name: str, default: int) -> int:
         return default
 
 
-def start(run_dir: str) -> str:
-    """Starts this process's ring under ``run_dir/watch/``; returns its path."""
+def arm(run_dir: str) -> None:
+    """Starts the ring when this process joins its default process group
+    (``init_process_group`` returns), with the rank and world size it got there; at once when
+    it has joined already."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is None:
+        import torch.distributed as dist
+    if not dist.is_available():
+        return
+    if dist.is_initialized():
+        start(run_dir, dist.get_rank(), dist.get_world_size())
+        return
+    c10d = dist.distributed_c10d
+    original = c10d.init_process_group
+
+    def init_process_group(*args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        if not _C.watch_ring_path():
+            try:
+                start(run_dir, dist.get_rank(), dist.get_world_size())
+            except Exception as error:  # never the training's problem
+                print(f"upguard watch: no ring for this rank: {error}", file=sys.stderr)
+        return result
+
+    init_process_group.__wrapped__ = original  # type: ignore[attr-defined]
+    c10d.init_process_group = init_process_group
+    if getattr(dist, "init_process_group", None) is original:
+        dist.init_process_group = init_process_group
+
+
+def start(run_dir: str, rank: Optional[int] = None, world_size: Optional[int] = None) -> str:
+    """Starts this process's ring under ``run_dir/watch/``; returns its path. The rank and
+    world size default to torchrun's RANK and WORLD_SIZE (0 of 1 without them)."""
     global _poller
-    rank = _env_int("RANK", 0)
+    rank = _env_int("RANK", 0) if rank is None else rank
+    world_size = _env_int("WORLD_SIZE", 1) if world_size is None else world_size
     path = ring_path(run_dir, rank)
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    _C.watch_start(path, rank, _env_int("WORLD_SIZE", 1), _env_int("LOCAL_RANK", -1),
+    _C.watch_start(path, rank, world_size, _env_int("LOCAL_RANK", -1),
                    socket.gethostname(), [_TORCH_DIR + os.sep, _UPGUARD_DIR + os.sep],
                    os.getcwd())
     _hook_dataloader()

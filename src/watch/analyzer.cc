@@ -203,12 +203,17 @@ std::vector<Alert> Analyzer::Look(const std::vector<RankLook>& ranks, uint64_t n
     if (last == last_net_.end() || last->second.second != look.ring.net_sampled_ns) {
       last_net_[look.ring.rank] = {bytes, look.ring.net_sampled_ns};
     }
+    auto seen = throttled_.find(look.ring.rank);
+    if (seen != throttled_.end() && look.ring.net.throttled > seen->second) {
+      throttled_at_[look.ring.rank] = now_ns;
+    }
+    throttled_[look.ring.rank] = look.ring.net.throttled;
   }
   Mismatches(ranks);
   Dead(ranks, now_ns);
   Stalls(ranks, now_ns);
   Stragglers(ranks);
-  Throughput(ranks);
+  Throughput(ranks, now_ns);
   std::vector<Alert> fresh;
   for (Alert& alert : current_) {
     alert.time_ns = now_ns;
@@ -348,6 +353,11 @@ void Analyzer::Stalls(const std::vector<RankLook>& ranks, uint64_t now_ns) {
         alert.ranks = down;
         alert.detail =
             waits + "; every rank issued it; the network link of " + RankList(down) + " is down";
+      } else if (std::vector<int> throttled = Throttled(ranks, now_ns); !throttled.empty()) {
+        alert.cause = "link_throttled";
+        alert.ranks = throttled;
+        alert.detail = waits + "; every rank issued it; the link of " + RankList(throttled) +
+                       " holds packets back (a rate limit or a full queue)";
       } else {
         alert.cause = "network";
         alert.ranks = quiet.empty() ? Members(ranks, collective.group) : quiet;
@@ -430,7 +440,19 @@ void Analyzer::Stragglers(const std::vector<RankLook>& ranks) {
   }
 }
 
-void Analyzer::Throughput(const std::vector<RankLook>& ranks) {
+std::vector<int> Analyzer::Throttled(const std::vector<RankLook>& ranks, uint64_t now_ns) const {
+  constexpr uint64_t kLately = 10'000'000'000ull;
+  std::vector<int> out;
+  for (const RankLook& look : ranks) {
+    auto at = throttled_at_.find(look.ring.rank);
+    if (at != throttled_at_.end() && now_ns - std::min(now_ns, at->second) < kLately) {
+      out.push_back(look.ring.rank);
+    }
+  }
+  return out;
+}
+
+void Analyzer::Throughput(const std::vector<RankLook>& ranks, uint64_t now_ns) {
   const RankLook* lead = nullptr;  // the rank with the most steps seen
   for (const RankLook& look : ranks) {
     if (lead == nullptr ||
@@ -476,12 +498,20 @@ void Analyzer::Throughput(const std::vector<RankLook>& ranks) {
       down.push_back(look.ring.rank);
     }
   }
-  alert.ranks = communication && !down.empty() ? down : all;
+  const std::vector<int> throttled = Throttled(ranks, now_ns);
+  alert.ranks = !communication ? all : !down.empty() ? down : !throttled.empty() ? throttled : all;
   alert.detail = "steps take " + Duration(now) + " against " + Duration(base) + " before (" +
                  Fixed(now / base) + "x); collectives take " + Duration(comm_recent) +
                  " of a step against " + Duration(comm_before) + " before" +
                  (communication ? ": the time goes to communication"
                                 : ": the time goes to compute between collectives");
+  if (communication && !down.empty()) {
+    alert.detail += "; the network link of " + RankList(down) + " is down";
+  } else if (communication && !throttled.empty()) {
+    alert.detail += "; the link of " + RankList(throttled) +
+                    " holds packets back (its queue discipline is over its limit: a rate limit "
+                    "or a full queue)";
+  }
   alert.key = "throughput";
   current_.push_back(alert);
 }

@@ -72,13 +72,17 @@ class Analyzer {
   void Dead(const std::vector<RankLook>& ranks, uint64_t now_ns);
   void Stalls(const std::vector<RankLook>& ranks, uint64_t now_ns);
   void Stragglers(const std::vector<RankLook>& ranks);
-  void Throughput(const std::vector<RankLook>& ranks);
+  void Throughput(const std::vector<RankLook>& ranks, uint64_t now_ns);
 
   AnalyzerOptions options_;
   std::vector<Alert> current_;
   std::set<std::string> reported_;
   std::map<int, std::pair<uint64_t, uint64_t>> last_net_;  // rank -> (tx + rx, sampled ns)
   std::map<int, bool> net_moved_;                          // bytes moved since the last look
+  std::map<int, uint64_t> throttled_;     // rank -> its queue disciplines' count at the last look
+  std::map<int, uint64_t> throttled_at_;  // rank -> when that count last grew (CLOCK_REALTIME)
+  // The ranks whose own link held packets back lately (a rate limit, a full queue).
+  std::vector<int> Throttled(const std::vector<RankLook>& ranks, uint64_t now_ns) const;
 };
 
 // The time of `t` (the ring's CLOCK_MONOTONIC) on CLOCK_REALTIME, through the ring's start pair.

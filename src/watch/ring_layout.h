@@ -57,11 +57,13 @@ struct RingHeader {
   uint32_t net_links_up;    // atomic
   uint32_t net_links;       // atomic
   char hostname[64];
-  uint8_t reserved[40];
+  uint64_t net_throttled;  // atomic
+  uint8_t reserved[32];
 };
 static_assert(sizeof(RingHeader) == 256);
 static_assert(offsetof(RingHeader, heartbeat_ns) == 96);
 static_assert(offsetof(RingHeader, hostname) == 152);
+static_assert(offsetof(RingHeader, net_throttled) == 216);
 
 struct RingActivity {
   uint64_t sequence;  // atomic; odd while written

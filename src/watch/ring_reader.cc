@@ -101,6 +101,7 @@ RingSnapshot RingReader::Snapshot() const {
   out.net.rx_bytes = LoadAcquire(head.net_rx_bytes);
   out.net.links_up = LoadAcquire(head.net_links_up);
   out.net.links = LoadAcquire(head.net_links);
+  out.net.throttled = LoadAcquire(head.net_throttled);
   out.net_sampled_ns = LoadAcquire(head.net_sampled_ns);
 
   const uint32_t group_count = std::min(LoadAcquire(head.group_count), kGroupCapacity);

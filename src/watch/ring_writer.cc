@@ -210,6 +210,7 @@ void RingWriter::Beat(const NetSample& net) {
   StoreRelease(head.net_rx_bytes, net.rx_bytes);
   StoreRelease(head.net_links_up, net.links_up);
   StoreRelease(head.net_links, net.links);
+  StoreRelease(head.net_throttled, net.throttled);
   const uint64_t now = MonotonicNs();
   StoreRelease(head.net_sampled_ns, now);
   StoreRelease(head.heartbeat_ns, now);

@@ -57,6 +57,7 @@ struct NetSample {
   uint64_t rx_bytes = 0;
   uint32_t links_up = 0;
   uint32_t links = 0;
+  uint64_t throttled = 0;  // queue-discipline overlimits + drops (net_sample.h)
 };
 
 class RingWriter {
