@@ -476,13 +476,28 @@ void Analyzer::Throughput(const std::vector<RankLook>& ranks, uint64_t now_ns) {
     if (now < 1.5 * base) reported_.erase("throughput");  // recovered: a later drop is new
     return;
   }
-  // Where the time went: collective time per step, before and recently, on the lead rank.
-  const uint64_t recent_from = ends[ends.size() - 1 - kRecent];
+  // Where the time went. A collective's time on a rank is the wait for the last rank to enter
+  // plus the transfer once every rank has: only the transfer is communication. The waits
+  // belong to whoever entered last (its compute, or its data).
+  const uint64_t recent_from = RingRealtime(lead->ring, ends[ends.size() - 1 - kRecent]);
+  const uint64_t window_from = RingRealtime(lead->ring, ends.front());
   double comm_recent = 0, comm_before = 0;
-  for (const SlotView& slot : lead->ring.slots) {
-    if (!Done(slot) || slot.issued_ns < ends.front()) continue;
-    const double spent = Seconds(slot.completed_ns - slot.issued_ns);
-    (slot.issued_ns >= recent_from ? comm_recent : comm_before) += spent;
+  std::map<int, int> last_recent;  // rank -> recent collectives it entered last
+  for (const auto& [key, collective] : Collectives(ranks)) {
+    auto own = collective.by_rank.find(lead->ring.rank);
+    if (own == collective.by_rank.end() || !Done(*own->second)) continue;
+    const uint64_t issued = RingRealtime(lead->ring, own->second->issued_ns);
+    if (issued < window_from) continue;
+    uint64_t last_in = 0;
+    int last_rank = -1;
+    for (const auto& [rank, slot] : collective.by_rank) {
+      const uint64_t entered = RingRealtime(RankOf(ranks, rank)->ring, slot->issued_ns);
+      if (entered >= last_in) last_in = entered, last_rank = rank;
+    }
+    const uint64_t completed = RingRealtime(lead->ring, own->second->completed_ns);
+    const double transfer = Seconds(completed - std::min(completed, last_in));
+    (issued >= recent_from ? comm_recent : comm_before) += transfer;
+    if (issued >= recent_from && collective.by_rank.size() > 1) ++last_recent[last_rank];
   }
   comm_recent /= double(kRecent);
   comm_before /= double(before.size());
@@ -499,12 +514,24 @@ void Analyzer::Throughput(const std::vector<RankLook>& ranks, uint64_t now_ns) {
     }
   }
   const std::vector<int> throttled = Throttled(ranks, now_ns);
-  alert.ranks = !communication ? all : !down.empty() ? down : !throttled.empty() ? throttled : all;
+  std::vector<int> late;  // the rank last in most recent collectives: where compute lags
+  int most = 0;
+  for (const auto& [rank, count] : last_recent) {
+    if (count > most) most = count, late = {rank};
+  }
+  alert.ranks = !communication       ? (late.empty() ? all : late)
+                : !down.empty()      ? down
+                : !throttled.empty() ? throttled
+                                     : all;
   alert.detail = "steps take " + Duration(now) + " against " + Duration(base) + " before (" +
-                 Fixed(now / base) + "x); collectives take " + Duration(comm_recent) +
-                 " of a step against " + Duration(comm_before) + " before" +
+                 Fixed(now / base) + "x); transfers (once every rank entered) take " +
+                 Duration(comm_recent) + " of a step against " + Duration(comm_before) + " before" +
                  (communication ? ": the time goes to communication"
-                                : ": the time goes to compute between collectives");
+                                : ": the time goes to compute between collectives" +
+                                      (late.empty() ? std::string()
+                                                    : ", on " + RankList(late) +
+                                                          " (last to enter the recent "
+                                                          "collectives)"));
   if (communication && !down.empty()) {
     alert.detail += "; the network link of " + RankList(down) + " is down";
   } else if (communication && !throttled.empty()) {

@@ -31,6 +31,7 @@ class Ring:
     start_realtime_ns: int
     start_monotonic_ns: int
     closed: bool
+    step: int = 0  # steps finished
     step_ends: List[int] = field(default_factory=list)  # CLOCK_MONOTONIC, oldest first
     slots: List[Slot] = field(default_factory=list)
 
@@ -55,6 +56,7 @@ def read(path: str) -> Ring:
     start_real, start_mono, _beat, entries = struct.unpack_from("<QQQQ", data, 80)
     closed = struct.unpack_from("<I", data, 116)[0] != 0
     ring = Ring(rank, pid, start_real, start_mono, closed)
+    ring.step = struct.unpack_from("<q", data, activity + 8)[0]
     recorded = struct.unpack_from("<Q", data, activity + 40)[0]
     ends = struct.unpack_from("<32Q", data, activity + 112)
     ring.step_ends = [ends[n % 32] for n in range(max(0, recorded - 32), recorded)]

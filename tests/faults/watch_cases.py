@@ -160,3 +160,31 @@ def run_case(name: str, build: Path, workdir: Path, hosts: int = 2,
                 monitor.kill()
             job.kill()
     return result
+
+
+def healthy_alerts(build: Path, workdir: Path, seconds: float, hosts: int = 2,
+                   python: str = "/usr/bin/python3") -> Tuple[List[dict], int]:
+    """The alerts of `seconds` of healthy training, and the steps it trained meanwhile."""
+    run_dir = workdir / f"healthy-{hosts}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    package = build / "python"
+    env = {"PYTHONPATH": f"{package}/upguard/_bootstrap:{package}",
+           "UPGUARD_WATCH_DIR": str(run_dir)}
+    with Cluster(hosts) as cluster:
+        job = cluster.launch(DDP, ["--steps", "0", "--quiet"], log_dir=run_dir / "logs",
+                             python=python, env=env)
+        monitor = subprocess.Popen([str(build / "upguard"), "watch", "--attach", str(run_dir)],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(seconds)
+            first = _read_ring(run_dir, 0)
+            steps = first.step if first is not None else 0
+        finally:
+            monitor.send_signal(signal.SIGINT)
+            try:
+                monitor.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                monitor.kill()
+            job.kill()
+    return _alerts(run_dir / "alerts.jsonl"), steps
+
