@@ -406,22 +406,24 @@ void Analyzer::Stragglers(const std::vector<RankLook>& ranks) {
       const double share = double(late.size()) / double(full.size());
       const double margin = Median(late);
       if (share < options_.straggler_share || margin < options_.straggler_min_s) continue;
-      // Compute or communication: the time between its collectives against the others'.
-      std::vector<double> own_gap, other_gap, own_comm;
-      for (size_t idx = 1; idx < full.size(); ++idx) {
-        if (full[idx]->seq != full[idx - 1]->seq + 1) continue;
-        for (const auto& [member, slot] : full[idx]->by_rank) {
-          const SlotView* before = full[idx - 1]->by_rank.at(member);
-          if (!Done(*before)) continue;
-          const double gap =
-              Seconds(slot->issued_ns - std::min(slot->issued_ns, before->completed_ns));
-          (member == rank ? own_gap : other_gap).push_back(gap);
-          if (member == rank && Done(*slot)) {
-            own_comm.push_back(Seconds(slot->completed_ns - slot->issued_ns));
-          }
+      // Compute or communication: the peers wait for it to enter (its work before the
+      // collective: compute or data) longer than for the transfer once all have entered, or
+      // not. A rank slowed as a whole (a CPU quota) also completes late; its entering last is
+      // still the larger part.
+      std::vector<double> transfers;
+      for (const Collective* collective : full) {
+        uint64_t last_in = 0, done_at = 0;
+        bool done = true;
+        for (const auto& [member, slot] : collective->by_rank) {
+          const RingSnapshot& ring = RankOf(ranks, member)->ring;
+          last_in = std::max(last_in, RingRealtime(ring, slot->issued_ns));
+          done = done && Done(*slot);
+          if (Done(*slot)) done_at = std::max(done_at, RingRealtime(ring, slot->completed_ns));
         }
+        if (done) transfers.push_back(Seconds(done_at - std::min(done_at, last_in)));
       }
-      const bool compute = Median(own_gap) >= Median(other_gap) + margin / 2;
+      const double transfer = Median(transfers);
+      const bool compute = margin >= transfer;
       Alert alert;
       alert.trigger = "straggler";
       alert.cause = compute ? "slow_compute" : "slow_communication";
@@ -430,10 +432,10 @@ void Analyzer::Stragglers(const std::vector<RankLook>& ranks) {
       alert.detail = "rank " + std::to_string(rank) + " entered last in " +
                      std::to_string(late.size()) + " of the " + std::to_string(full.size()) +
                      " latest collectives of group " + group + ", by " + Duration(margin) +
-                     " (median); between collectives it spends " + Duration(Median(own_gap)) +
-                     " against " + Duration(Median(other_gap)) + " on the others" +
-                     (compute ? ": slow in compute" : ": slow in communication") +
-                     " (its collectives then take " + Duration(Median(own_comm)) + ")";
+                     " (median); once every rank has entered, the transfer takes " +
+                     Duration(transfer) +
+                     (compute ? ": slow in compute (or data) before its collectives"
+                              : ": slow in communication");
       alert.key = "straggler:" + std::to_string(rank);
       current_.push_back(alert);
     }
@@ -469,12 +471,18 @@ void Analyzer::Throughput(const std::vector<RankLook>& ranks, uint64_t now_ns) {
   constexpr size_t kRecent = 3;
   const std::vector<double> before(steps.begin(), steps.end() - kRecent);
   const std::vector<double> recent(steps.end() - kRecent, steps.end());
-  const double base = Median(before);
+  // The healthy step time is learnt while the steps are healthy and kept during a drop (the
+  // ring's last 32 steps fill with slow ones).
   const double now = Median(recent);
+  if (!slow_steps_) base_step_s_ = Median(before);
+  const double base = base_step_s_;
   if (base <= 0) return;
   if (now < options_.throughput_factor * base) {
-    if (now < 1.5 * base) reported_.erase("throughput");  // recovered: a later drop is new
-    return;
+    if (slow_steps_ && now < 1.5 * base) slow_steps_ = false;  // recovered: a later drop is new
+    if (!slow_steps_) return;
+  } else if (!slow_steps_) {
+    slow_steps_ = true;
+    ++drops_;
   }
   // Where the time went. A collective's time on a rank is the wait for the last rank to enter
   // plus the transfer once every rank has: only the transfer is communication. The waits
@@ -539,7 +547,7 @@ void Analyzer::Throughput(const std::vector<RankLook>& ranks, uint64_t now_ns) {
                     " holds packets back (its queue discipline is over its limit: a rate limit "
                     "or a full queue)";
   }
-  alert.key = "throughput";
+  alert.key = "throughput:" + std::to_string(drops_);
   current_.push_back(alert);
 }
 

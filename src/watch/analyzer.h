@@ -18,8 +18,8 @@
 //   Analyzer analyzer(options);
 //   for (const Alert& alert : analyzer.Look(ranks, RealtimeNs())) Print(alert);
 //
-// Only the alert keys (a finding is reported once) and the last network counters carry from one
-// look to the next; everything else is read from the rings each time.
+// Only the alert keys (a finding is reported once), the last network counters and the healthy
+// step time carry from one look to the next; everything else is read from the rings each time.
 #pragma once
 
 #include <cstdint>
@@ -79,6 +79,9 @@ class Analyzer {
   std::set<std::string> reported_;
   std::map<int, std::pair<uint64_t, uint64_t>> last_net_;  // rank -> (tx + rx, sampled ns)
   std::map<int, bool> net_moved_;                          // bytes moved since the last look
+  double base_step_s_ = 0;                                 // the healthy step time
+  bool slow_steps_ = false;                                // a throughput drop is on
+  int drops_ = 0;                         // throughput drops so far: each one is a new finding
   std::map<int, uint64_t> throttled_;     // rank -> its queue disciplines' count at the last look
   std::map<int, uint64_t> throttled_at_;  // rank -> when that count last grew (CLOCK_REALTIME)
   // The ranks whose own link held packets back lately (a rate limit, a full queue).
