@@ -140,7 +140,16 @@ def multirank_section(build: Path, quick: bool) -> str:
                 (["--steps", "8", "--repeat", "3"] if quick else [])))
 
 
-SECTIONS = {"training": training_section, "torches": torches_section,
+def watch_section(build: Path, quick: bool) -> str:
+    script = REPO / "bench" / "watch_faults.py"
+    return ("## Hangs and stragglers (upguard watch)\n\n`bench/watch_faults.py`: each fault "
+            "on rank 1 of the DDP GPT, each rank a network namespace of its own, "
+            "`upguard watch --attach` in the root namespace.\n\n" +
+            run([PYTHON, str(script), "--build", str(build)] +
+                (["--hosts", "2", "--healthy", "60"] if quick else [])))
+
+
+SECTIONS = {"training": training_section, "torches": torches_section, "watch": watch_section,
             "digest": lambda build, quick: digest_section(build),
             "diff": lambda build, quick: diff_section(build), "multirank": multirank_section}
 

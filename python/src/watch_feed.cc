@@ -303,6 +303,7 @@ void WatchClose() {
   feed->beat_cv.notify_all();
   if (feed->heartbeat.joinable()) feed->heartbeat.join();
   feed->ring->Close();
+  g_started.store(false);  // a later WatchStart makes a new ring (the old feed stays allocated)
 }
 
 }  // namespace upguard::torch_adapter

@@ -114,8 +114,14 @@ def stacks_text() -> str:
             continue  # this poller
         lines.append(f"thread {names.get(ident, ident)}:")
         for frame in traceback.extract_stack(frames[ident]):
-            lines.append(f"  {frame.filename}:{frame.lineno} in {frame.name}")
+            lines.append(f"  {_short(frame.filename)}:{frame.lineno} in {frame.name}")
     return "\n".join(lines)
+
+
+def _short(path: str) -> str:
+    """A path under the working directory relative to it, as call sites are shown."""
+    cwd = os.getcwd() + os.sep
+    return path[len(cwd):] if path.startswith(cwd) else path
 
 
 def _answer_stack_requests() -> None:

@@ -205,9 +205,17 @@ StatusOr<int> RunAndWatch(const Flags& flags, const std::string& dir,
                                     : 1;
 }
 
+volatile std::sig_atomic_t g_interrupted = 0;
+void OnInterrupt(int) { g_interrupted = 1; }
+
 StatusOr<int> Attach(const Flags& flags, const std::string& dir, watch::MonitorOptions options) {
   ASSIGN_OR_RETURN(std::unique_ptr<watch::Monitor> monitor, watch::Monitor::Open(options));
-  while (true) {
+  // Ctrl-C or SIGTERM ends the watch (not the ranks: they are not ours) with the report.
+  struct sigaction stop = {};
+  stop.sa_handler = OnInterrupt;
+  sigaction(SIGINT, &stop, nullptr);
+  sigaction(SIGTERM, &stop, nullptr);
+  while (!g_interrupted) {
     ASSIGN_OR_RETURN(std::vector<watch::Alert> fresh, monitor->Poll());
     Print(fresh);
     if (monitor->AllClosed()) break;

@@ -1,0 +1,103 @@
+"""`upguard watch` on one host, without namespaces (any user): the command's own launch mode,
+the report and its JSON, post mortem analysis, the run directory's protection, and the ring's
+format read by a second, independent reader (tests/faults/ring.py, from the spec alone).
+
+The fault kinds themselves, each rank a host of its own, are test_watch_faults.py."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from conftest import PYTHON, REPO, line_of, upguard
+
+sys.path.insert(0, str(REPO / "tests" / "faults"))
+import ring  # noqa: E402
+
+DDP = REPO / "examples" / "gpt_ddp.py"
+
+
+def torchrun(*args: str) -> list:
+    return [PYTHON, "-m", "torch.distributed.run", "--nproc_per_node=2", DDP, "--quiet", *args]
+
+
+def test_hang_named_and_stopped_with_its_python_line(tmp_path):
+    run = tmp_path / "hang"
+    result = upguard("watch", "-o", run, "--stop-on-alert", "--",
+                     *torchrun("--steps", "30", "--plant", "hang", "--plant-step", "3"),
+                     timeout=180)
+    # The command was stopped by the watch: its exit code is torchrun's after SIGTERM.
+    assert result.returncode != 0
+    assert "stopping the command (--stop-on-alert)" in result.stderr
+    alerts = [json.loads(line) for line in (run / "alerts.jsonl").read_text().splitlines()]
+    assert [(a["trigger"], a["ranks"], a["cause"]) for a in alerts] == [("stall", [1], "python")]
+    sleep_line = f"gpt_ddp.py:{line_of(DDP, 'time.sleep(60)')} in main"
+    assert alerts[0]["stack"][-1].endswith(sleep_line)
+    assert alerts[0]["collective"].startswith("allreduce float32[")
+    assert f"gpt_ddp.py:{line_of(DDP, 'loss.backward()')}" in alerts[0]["collective"]
+    # The same finding on stderr as it happened, and in the report on stdout.
+    assert "upguard watch: STALL rank 1 (python): rank 0 waits" in result.stderr
+    assert "upguard watch: 2 ranks, 1 finding" in result.stdout
+    assert "  STALL rank 1 (python)" in result.stdout
+
+
+def test_healthy_run_reports_nothing_and_analyze_agrees(tmp_path):
+    run = tmp_path / "healthy"
+    result = upguard("watch", "-o", run, "--json", "--", *torchrun("--steps", "5"), timeout=180)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["schema"] == "upguard.watch/1" and report["findings"] == []
+    assert [(r["rank"], r["process"], r["step"]) for r in report["ranks"]] == \
+        [(0, "ended", 5), (1, "ended", 5)]
+    assert not (run / "alerts.jsonl").exists()
+    post = upguard("watch", "--analyze", run, "--json")
+    assert post.returncode == 0, post.stderr
+    assert json.loads(post.stdout)["ranks"] == report["ranks"]
+    # The second reader of the format agrees with the first.
+    for rank in (0, 1):
+        mine = ring.read(str(run / "watch" / f"rank{rank}.ring"))
+        theirs = report["ranks"][rank]
+        assert (mine.rank, mine.pid, mine.step, mine.closed) == (rank, theirs["pid"], 5, True)
+        assert len(mine.slots) == theirs["collectives"]
+        assert [s.seq for s in mine.slots] == list(range(1, len(mine.slots) + 1))
+        assert all(s.state == 3 for s in mine.slots)  # completed
+        # One gradient all-reduce per step (DDP's one bucket), the same size on both ranks.
+        allreduces = [s for s in mine.slots if s.op == "allreduce"]
+        assert len(allreduces) == 5 and len({s.count for s in allreduces}) == 1
+
+
+def test_mismatch_post_mortem(tmp_path):
+    run = tmp_path / "mismatch"
+    upguard("watch", "-o", run, "--", *torchrun("--steps", "6", "--plant", "mismatch",
+                                                "--plant-step", "2"), timeout=180)
+    post = upguard("watch", "--analyze", run, "--json")
+    assert post.returncode == 1, post.stderr
+    findings = json.loads(post.stdout)["findings"]
+    mismatch = [f for f in findings if f["trigger"] == "mismatch"]
+    assert [(f["ranks"], f["cause"]) for f in mismatch] == [([1], "mismatch")]
+    assert "rank 0 issued allreduce float32[1024], rank 1 issued allreduce float32[1025]" in \
+        mismatch[0]["detail"]
+
+
+def test_run_directory_of_an_earlier_watch_is_kept(tmp_path):
+    run = tmp_path / "kept"
+    (run / "watch").mkdir(parents=True)
+    (run / "watch" / "rank0.ring").write_bytes(b"earlier")
+    (run / "notes.txt").write_text("mine")
+    result = upguard("watch", "-o", run, "--", PYTHON, "-c", "pass")
+    assert result.returncode == 2
+    assert "holds the watch of an earlier run" in result.stderr and "--overwrite" in result.stderr
+    assert (run / "watch" / "rank0.ring").read_bytes() == b"earlier"
+    result = upguard("watch", "-o", run, "--overwrite", "--", PYTHON, "-c", "pass")
+    assert result.returncode == 0, result.stderr
+    assert not (run / "watch" / "rank0.ring").exists()
+    assert (run / "notes.txt").read_text() == "mine"  # not upguard's: untouched
+
+
+def test_bad_ring_named_with_the_reason(tmp_path):
+    (tmp_path / "watch").mkdir()
+    (tmp_path / "watch" / "rank0.ring").write_bytes(b"x" * 300)
+    result = upguard("watch", "--analyze", tmp_path)
+    assert result.returncode == 2
+    assert f"{tmp_path}/watch/rank0.ring" in result.stderr and "bad magic" in result.stderr
