@@ -30,7 +30,8 @@ options:
                      (rank<N>.ugt, meta.json) is refused unless --overwrite; other files in DIR
                      are kept
   --overwrite        replace the run DIR holds: removes only the files upguard wrote there
-                     (rank<N>.ugt, meta.json, online*.json, its captures/ and explain/)
+                     (rank<N>.ugt, meta.json, online*.json, its captures/ and explain/,
+                     watch/ and alerts.jsonl)
   --steps RANGE      record only steps A..B-1 ("A:B"), step N ("N"), "A:" or ":B"
   --max-depth N      record ops nested at most N deep; 0 = only ops called from user code
                      (default: every nested op, which pins a culprit inside composite ops)
@@ -48,6 +49,9 @@ options:
   --no-compile       run with torch.compile disabled (TORCH_COMPILE_DISABLE=1): compiled
                      regions run eagerly, so every op is recorded and a run can be compared op
                      by op with an eager one (docs/torch-compile.md)
+  --watch            also watch the ranks for hangs and stragglers, as `upguard watch` does:
+                     findings on stderr as they are seen; rings (watch/) and alerts.jsonl in
+                     DIR beside the traces (docs/watch.md)
 
 exit code: the command's own (1 after a divergence with --against); 2 if upguard could not
 run it, DIR holds a run and --overwrite was not given, or the command exited 0 having
@@ -67,7 +71,8 @@ StatusOr<int> RunRecordCommand(int argc, char** argv) {
                          {"capture", 0, true},
                          {"against", 0, true},
                          {"continue", 0, false},
-                         {"no-compile", 0, false}});
+                         {"no-compile", 0, false},
+                         {"watch", 0, false}});
   RETURN_IF_ERROR(flags.Parse(argc, argv, 2));
   if (!flags.Has("out")) return InvalidArgument("missing -o DIR (the run directory to write)");
   if (flags.rest().empty()) {
@@ -92,6 +97,7 @@ StatusOr<int> RunRecordCommand(int argc, char** argv) {
   request.max_depth = static_cast<int>(max_depth);
   request.ops = flags.Get("ops");
   request.stats = !flags.Has("no-stats");
+  request.watch = flags.Has("watch");
   if (flags.Has("no-compile")) request.env.emplace_back("TORCH_COMPILE_DISABLE", "1");
   if (flags.Has("capture")) {
     RETURN_IF_ERROR(ParseCaptureSelector(flags.Get("capture")).status());

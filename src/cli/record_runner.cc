@@ -14,6 +14,7 @@
 #include "cli/adapter_select.h"
 #include "cli/paths.h"
 #include "cli/run_staging.h"
+#include "cli/watch_loop.h"
 
 namespace upguard {
 namespace {
@@ -38,6 +39,11 @@ void SetChildEnvironment(const RecordRequest& request, const std::string& abs_di
       request.against.empty() ? "" : fs::absolute(request.against).lexically_normal().string();
   setenv("UPGUARD_RECORD_AGAINST", against.c_str(), 1);
   setenv("UPGUARD_RECORD_CONTINUE", request.continue_after_divergence ? "1" : "0", 1);
+  if (request.watch) {
+    setenv("UPGUARD_WATCH_DIR", abs_dir.c_str(), 1);
+  } else {
+    unsetenv("UPGUARD_WATCH_DIR");
+  }
   // Set by a recording process for the processes it starts (_autostart.py): not this one's.
   unsetenv("UPGUARD_RECORDING_PID");
   for (const auto& [name, value] : request.env) setenv(name.c_str(), value.c_str(), 1);
@@ -103,16 +109,23 @@ StatusOr<RecordOutcome> RunRecorded(const RecordRequest& request) {
       read(exec_pipe[0], &exec_error, sizeof(exec_error)) == sizeof(exec_error);
   close(exec_pipe[0]);
 
-  // Ctrl-C reaches the whole process group: let the child handle it and report its end.
-  struct sigaction ignore = {}, old_int = {}, old_term = {};
-  ignore.sa_handler = SIG_IGN;
-  sigaction(SIGINT, &ignore, &old_int);
-  sigaction(SIGTERM, &ignore, &old_term);
   int wait_status = 0;
-  while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
+  if (request.watch && !exec_failed) {
+    watch::MonitorOptions watching;
+    watching.dir = abs_dir;
+    ASSIGN_OR_RETURN(std::unique_ptr<watch::Monitor> monitor, watch::Monitor::Open(watching));
+    wait_status = WaitWatching(pid, *monitor, /*stop_on_alert=*/false);
+  } else {
+    // Ctrl-C reaches the whole process group: let the child handle it and report its end.
+    struct sigaction ignore = {}, old_int = {}, old_term = {};
+    ignore.sa_handler = SIG_IGN;
+    sigaction(SIGINT, &ignore, &old_int);
+    sigaction(SIGTERM, &ignore, &old_term);
+    while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
+    }
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
   }
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
   if (exec_failed) {
     return InvalidArgument("cannot run '" + request.command[0] + "': " + strerror(exec_error) +
                            "; give the interpreter and script, e.g. -- /usr/bin/python3 train.py");

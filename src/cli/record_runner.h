@@ -22,6 +22,9 @@ struct RecordRequest {
   std::string capture;  // a capture selector (docs/cli.md); "" = none
   std::string against;  // a reference run directory for online comparison; "" = none
   bool continue_after_divergence = false;
+  // Also watch the ranks for hangs and stragglers (`record --watch`, docs/watch.md): rings and
+  // alerts.jsonl go into the run with the traces, findings to stderr as they are seen.
+  bool watch = false;
   bool quiet = false;       // send the command's stdout to /dev/null
   std::string stderr_path;  // "" = inherit; else the command's stderr goes to this file
                             // (opened by the child: its directory must exist)

@@ -151,6 +151,14 @@ bool IsUpguardRunEntry(const std::string& dir, const std::string& name) {
       return IsCaptureName(entry) && fs::is_regular_file(StatusOf(captures + "/" + entry));
     });
   }
+  if (name == "alerts.jsonl") return fs::is_regular_file(StatusOf(path));  // record --watch
+  if (name == "watch") {
+    return IsOwnedDirectory(path, [](const std::string& watch, const std::string& entry) {
+      return entry.rfind("rank", 0) == 0 && entry.size() > 5 &&
+             entry.compare(entry.size() - 5, 5, ".ring") == 0 &&
+             fs::is_regular_file(StatusOf(watch + "/" + entry));
+    });
+  }
   if (name == "explain") {
     return IsOwnedDirectory(path, [](const std::string& explain, const std::string& entry) {
       if (entry == "stderr.txt") return fs::is_regular_file(StatusOf(explain + "/" + entry));

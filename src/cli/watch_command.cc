@@ -15,6 +15,7 @@
 #include "cli/adapter_select.h"
 #include "cli/command.h"
 #include "cli/flags.h"
+#include "cli/watch_loop.h"
 #include "watch/monitor.h"
 #include "watch/report.h"
 
@@ -60,10 +61,6 @@ namespace fs = std::filesystem;
 
 constexpr auto kInterval = std::chrono::milliseconds(100);
 
-bool Stops(const watch::Alert& alert) {
-  return alert.trigger == "stall" || alert.trigger == "dead" || alert.trigger == "mismatch";
-}
-
 // Clears an earlier watch's files from `dir`, or refuses to mix with them.
 Status PrepareDir(const std::string& dir, bool overwrite) {
   std::error_code error;
@@ -86,13 +83,6 @@ Status PrepareDir(const std::string& dir, bool overwrite) {
   }
   for (const fs::path& path : earlier) fs::remove(path, error);
   return Status::Ok();
-}
-
-void Print(const std::vector<watch::Alert>& alerts) {
-  for (const watch::Alert& alert : alerts) {
-    std::fprintf(stderr, "%s\n", watch::AlertLine(alert).c_str());
-  }
-  std::fflush(stderr);
 }
 
 // Live, the findings as they were reported; post mortem, those of the one look.
@@ -158,47 +148,7 @@ StatusOr<int> RunAndWatch(const Flags& flags, const std::string& dir,
   RETURN_IF_ERROR(PrepareDir(dir, flags.Has("overwrite")));
   ASSIGN_OR_RETURN(std::unique_ptr<watch::Monitor> monitor, watch::Monitor::Open(options));
   ASSIGN_OR_RETURN(const pid_t pid, Launch(flags.rest(), dir));
-  // Ctrl-C reaches the command's group through the terminal only if it shares ours: pass it on.
-  struct sigaction ignore = {}, old_int = {}, old_term = {};
-  ignore.sa_handler = SIG_IGN;
-  sigaction(SIGINT, &ignore, &old_int);
-  sigaction(SIGTERM, &ignore, &old_term);
-  int wait_status = 0;
-  bool stopped = false;
-  auto stop_sent = std::chrono::steady_clock::time_point();
-  while (true) {
-    const pid_t done = waitpid(pid, &wait_status, WNOHANG);
-    if (done == pid) break;
-    if (stopped) {  // what follows is our own doing: the ranks we stopped
-      std::this_thread::sleep_for(kInterval);
-      if (std::chrono::steady_clock::now() - stop_sent > std::chrono::seconds(5)) {
-        kill(-pid, SIGKILL);  // a rank stopped (SIGSTOP) or ignoring SIGTERM
-      }
-      continue;
-    }
-    auto fresh = monitor->Poll();
-    if (!fresh.ok()) {
-      std::fprintf(stderr, "upguard watch: %s\n", fresh.status().message().c_str());
-    } else {
-      Print(*fresh);
-      for (const watch::Alert& alert : *fresh) {
-        if (flags.Has("stop-on-alert") && Stops(alert) && !stopped) {
-          std::fprintf(stderr, "upguard watch: stopping the command (--stop-on-alert)\n");
-          kill(-pid, SIGTERM);
-          stopped = true;
-          stop_sent = std::chrono::steady_clock::now();
-        }
-      }
-    }
-    std::this_thread::sleep_for(kInterval);
-  }
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
-  if (stopped) {
-    kill(-pid, SIGKILL);  // what is left of the group
-  } else if (auto last = monitor->Poll(); last.ok()) {
-    Print(*last);
-  }
+  const int wait_status = WaitWatching(pid, *monitor, flags.Has("stop-on-alert"));
   PrintReport(*monitor, dir, flags.Has("json"));
   return WIFEXITED(wait_status)     ? WEXITSTATUS(wait_status)
          : WIFSIGNALED(wait_status) ? 128 + WTERMSIG(wait_status)
@@ -217,7 +167,7 @@ StatusOr<int> Attach(const Flags& flags, const std::string& dir, watch::MonitorO
   sigaction(SIGTERM, &stop, nullptr);
   while (!g_interrupted) {
     ASSIGN_OR_RETURN(std::vector<watch::Alert> fresh, monitor->Poll());
-    Print(fresh);
+    PrintAlerts(fresh);
     if (monitor->AllClosed()) break;
     std::this_thread::sleep_for(kInterval);
   }

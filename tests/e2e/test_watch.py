@@ -101,3 +101,27 @@ def test_bad_ring_named_with_the_reason(tmp_path):
     result = upguard("watch", "--analyze", tmp_path)
     assert result.returncode == 2
     assert f"{tmp_path}/watch/rank0.ring" in result.stderr and "bad magic" in result.stderr
+
+
+def test_record_watch_keeps_the_recording_and_adds_the_rings(tmp_path):
+    watched, plain = tmp_path / "watched", tmp_path / "plain"
+    result = upguard("record", "-o", watched, "--watch", "--", *torchrun("--steps", "3"),
+                     timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert upguard("record", "-o", plain, "--", *torchrun("--steps", "3"),
+                   timeout=300).returncode == 0
+    # The watch does not change what is recorded: the two runs are identical.
+    diff = upguard("diff", plain, watched, "--json")
+    assert diff.returncode == 0, diff.stdout + diff.stderr
+    assert json.loads(diff.stdout)["verdict"] == "identical"
+    # The rings moved into the run with the traces; healthy: no alert.
+    assert sorted(p.name for p in (watched / "watch").iterdir()) == ["rank0.ring", "rank1.ring"]
+    assert not (watched / "alerts.jsonl").exists()
+    post = upguard("watch", "--analyze", watched, "--json")
+    assert post.returncode == 0, post.stderr
+    assert [r["process"] for r in json.loads(post.stdout)["ranks"]] == ["ended", "ended"]
+    # --overwrite replaces them with the rest of upguard's files.
+    again = upguard("record", "-o", watched, "--overwrite", "--", *torchrun("--steps", "2"),
+                    timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert not (watched / "watch").exists()
