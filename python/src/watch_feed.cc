@@ -191,12 +191,16 @@ std::unique_ptr<at::ObserverContext> OnScopeEnter(const at::RecordFunction& fn) 
   if (thread.depth == 0) ++thread.backend_scopes;  // opened outside any op: a worker
   const std::string kind = CollectiveKind(fn.name());
   const void* first = nullptr;
-  for (const c10::IValue& value : fn.inputs()) {
-    ForEachTensor(value, [&](const at::Tensor& t) {
-      if (first == nullptr && t.defined() && t.has_storage() && t.layout() == c10::kStrided) {
-        first = t.data_ptr();
-      }
-    });
+  try {
+    for (const c10::IValue& value : fn.inputs()) {
+      ForEachTensor(value, [&](const at::Tensor& t) {
+        if (first == nullptr && t.defined() && t.has_storage() && t.layout() == c10::kStrided) {
+          first = t.data_ptr();
+        }
+      });
+    }
+  } catch (const std::exception&) {  // matched as the oldest of its kind instead
+    first = nullptr;
   }
   {
     std::lock_guard<std::mutex> lock(feed->mu);
