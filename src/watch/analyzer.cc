@@ -198,11 +198,15 @@ std::vector<Alert> Analyzer::Look(const std::vector<RankLook>& ranks, uint64_t n
   current_.clear();
   for (const RankLook& look : ranks) {
     const uint64_t bytes = look.ring.net.tx_bytes + look.ring.net.rx_bytes;
+    // Bytes "moved" when the counters changed within the last 2 s: one look may come before
+    // the rank's next sample, and a quiet link must not be named for that.
+    constexpr uint64_t kQuietNs = 2'000'000'000ull;
     auto last = last_net_.find(look.ring.rank);
-    net_moved_[look.ring.rank] = last == last_net_.end() || last->second.first != bytes;
-    if (last == last_net_.end() || last->second.second != look.ring.net_sampled_ns) {
-      last_net_[look.ring.rank] = {bytes, look.ring.net_sampled_ns};
+    if (last == last_net_.end() || last->second.first != bytes) {
+      last_net_[look.ring.rank] = {bytes, now_ns};
     }
+    net_moved_[look.ring.rank] =
+        now_ns - std::min(now_ns, last_net_[look.ring.rank].second) < kQuietNs;
     auto seen = throttled_.find(look.ring.rank);
     if (seen != throttled_.end() && look.ring.net.throttled > seen->second) {
       throttled_at_[look.ring.rank] = now_ns;

@@ -77,10 +77,11 @@ class Analyzer {
   AnalyzerOptions options_;
   std::vector<Alert> current_;
   std::set<std::string> reported_;
-  std::map<int, std::pair<uint64_t, uint64_t>> last_net_;  // rank -> (tx + rx, sampled ns)
-  std::map<int, bool> net_moved_;                          // bytes moved since the last look
-  double base_step_s_ = 0;                                 // the healthy step time
-  bool slow_steps_ = false;                                // a throughput drop is on
+  // rank -> (tx + rx bytes, when they last changed: CLOCK_REALTIME)
+  std::map<int, std::pair<uint64_t, uint64_t>> last_net_;
+  std::map<int, bool> net_moved_;         // the bytes changed within the last 2 s
+  double base_step_s_ = 0;                // the healthy step time
+  bool slow_steps_ = false;               // a throughput drop is on
   int drops_ = 0;                         // throughput drops so far: each one is a new finding
   std::map<int, uint64_t> throttled_;     // rank -> its queue disciplines' count at the last look
   std::map<int, uint64_t> throttled_at_;  // rank -> when that count last grew (CLOCK_REALTIME)
