@@ -90,6 +90,15 @@ def _read_ring(run_dir: Path, rank: int) -> Optional[ring.Ring]:
         return None
 
 
+def _stop(monitor: subprocess.Popen) -> None:
+    """Ends `upguard watch --attach` as Ctrl-C does (it prints its report)."""
+    monitor.send_signal(signal.SIGINT)
+    try:
+        monitor.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        monitor.kill()
+
+
 def _planted_start(case: Case, run_dir: Path) -> Optional[float]:
     """When a fault the script plants began: the end of the faulty rank's last step before it
     (a hang), the issue of its odd collective (a mismatch)."""
@@ -153,11 +162,7 @@ def run_case(name: str, build: Path, workdir: Path, hosts: int = 2,
                         result.right, result.cause_s = alert, max(0.0, at)
                         break
         finally:
-            monitor.send_signal(signal.SIGINT)
-            try:
-                monitor.communicate(timeout=10)
-            except subprocess.TimeoutExpired:
-                monitor.kill()
+            _stop(monitor)
             job.kill()
     return result
 
@@ -180,11 +185,7 @@ def healthy_alerts(build: Path, workdir: Path, seconds: float, hosts: int = 2,
             first = _read_ring(run_dir, 0)
             steps = first.step if first is not None else 0
         finally:
-            monitor.send_signal(signal.SIGINT)
-            try:
-                monitor.communicate(timeout=10)
-            except subprocess.TimeoutExpired:
-                monitor.kill()
+            _stop(monitor)
             job.kill()
     return _alerts(run_dir / "alerts.jsonl"), steps
 
