@@ -57,10 +57,15 @@ struct RingHeader {
   uint32_t net_links_up;    // atomic
   uint32_t net_links;       // atomic
   char hostname[64];
-  uint64_t net_throttled;  // atomic
-  uint8_t reserved[32];
+  uint64_t net_throttled;    // atomic
+  uint64_t channels_offset;  // 0: no channel progress part (§6.1)
+  uint32_t channel_count;
+  uint32_t channel_block_size;
+  uint8_t reserved[16];
 };
 static_assert(sizeof(RingHeader) == 256);
+static_assert(offsetof(RingHeader, channels_offset) == 224);
+static_assert(offsetof(RingHeader, channel_block_size) == 236);
 static_assert(offsetof(RingHeader, heartbeat_ns) == 96);
 static_assert(offsetof(RingHeader, hostname) == 152);
 static_assert(offsetof(RingHeader, net_throttled) == 216);
@@ -112,6 +117,57 @@ struct RingSlot {
 static_assert(sizeof(RingSlot) == 256);
 static_assert(offsetof(RingSlot, call_site) == 112);
 
+// §6.1: a slot's channel progress block, then `channel_count` RingChannel records.
+struct RingChannelBlock {
+  uint64_t entry;  // atomic; entry number + 1, 0 while written
+  uint64_t backend_seq;
+  uint32_t channels;
+  uint32_t warps;
+  char algo[16];
+  char proto[16];
+  uint64_t progress_ns;  // atomic
+};
+static_assert(sizeof(RingChannelBlock) == 64);
+static_assert(offsetof(RingChannelBlock, algo) == 24);
+static_assert(offsetof(RingChannelBlock, progress_ns) == 56);
+
+// The counters of a channel record, in their order there; serialized, never renumbered.
+enum class ChannelCounter : uint32_t {
+  kSendSteps = 0,
+  kSendPosted = 1,
+  kSendTransmitted = 2,
+  kSendDone = 3,
+  kRecvSteps = 4,
+  kRecvPosted = 5,
+  kRecvReceived = 6,
+  kRecvDone = 7,
+};
+inline constexpr uint32_t kChannelCounters = 8;
+
+// A channel record's `kernel`; serialized, never renumbered.
+enum class KernelState : uint32_t {
+  kUnknown = 0,
+  kRunning = 1,
+  kFinished = 2,
+};
+
+struct RingChannel {
+  uint32_t counters[kChannelCounters];  // atomic; indexed by ChannelCounter
+  uint64_t last_ns;                     // atomic
+  uint32_t kernel;                      // atomic; KernelState
+  uint32_t proxy_ops;                   // atomic
+};
+static_assert(sizeof(RingChannel) == 48);
+static_assert(offsetof(RingChannel, last_ns) == 32);
+static_assert(offsetof(RingChannel, proxy_ops) == 44);
+
+// Channels a block may describe (a reader rejects more): NCCL's MAXCHANNELS is 64.
+inline constexpr uint32_t kMaxChannelCount = 256;
+
+inline constexpr uint64_t ChannelBlockSize(uint32_t channel_count) {
+  return sizeof(RingChannelBlock) + uint64_t{sizeof(RingChannel)} * channel_count;
+}
+
 struct RingStack {
   uint64_t request;      // atomic; written by readers
   uint64_t answered;     // atomic
@@ -129,6 +185,11 @@ inline constexpr uint64_t kSlotsOffset = kStackOffset + sizeof(RingStack);
 
 inline uint64_t RingFileSize(uint32_t slot_count) {
   return kSlotsOffset + uint64_t{sizeof(RingSlot)} * slot_count;
+}
+// With a channel progress part of `channel_count` records per slot (0: none).
+inline uint64_t RingFileSize(uint32_t slot_count, uint32_t channel_count) {
+  if (channel_count == 0) return RingFileSize(slot_count);
+  return RingFileSize(slot_count) + ChannelBlockSize(channel_count) * slot_count;
 }
 
 // Atomic access to a field of the shared mapping (the spec's "atomic" fields). The fields are

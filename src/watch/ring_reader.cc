@@ -73,10 +73,17 @@ StatusOr<std::unique_ptr<RingReader>> RingReader::Open(const std::string& path) 
       (header->slot_count & (header->slot_count - 1)) != 0) {
     return fail("unexpected sizes or offsets in the header (offsets 16-63)");
   }
-  if (size < RingFileSize(header->slot_count)) {
+  if (header->channels_offset != 0 &&
+      (header->channels_offset != RingFileSize(header->slot_count) || header->channel_count == 0 ||
+       header->channel_count > kMaxChannelCount ||
+       header->channel_block_size != ChannelBlockSize(header->channel_count))) {
+    return fail("unexpected channel progress part in the header (offsets 224-239)");
+  }
+  const uint32_t channel_count = header->channels_offset != 0 ? header->channel_count : 0;
+  if (size < RingFileSize(header->slot_count, channel_count)) {
     return fail("cut short: " + std::to_string(size) + " bytes for " +
                 std::to_string(header->slot_count) + " slots (" +
-                std::to_string(RingFileSize(header->slot_count)) + " expected)");
+                std::to_string(RingFileSize(header->slot_count, channel_count)) + " expected)");
   }
   return std::unique_ptr<RingReader>(new RingReader(path, static_cast<char*>(map), size, writable));
 }
@@ -103,6 +110,7 @@ RingSnapshot RingReader::Snapshot() const {
   out.net.links = LoadAcquire(head.net_links);
   out.net.throttled = LoadAcquire(head.net_throttled);
   out.net_sampled_ns = LoadAcquire(head.net_sampled_ns);
+  out.channel_count = head.channels_offset != 0 ? head.channel_count : 0;
 
   const uint32_t group_count = std::min(LoadAcquire(head.group_count), kGroupCapacity);
   const auto* groups = reinterpret_cast<const RingGroup*>(base_ + kGroupsOffset);
@@ -171,6 +179,7 @@ RingSnapshot RingReader::Snapshot() const {
       view.dtype = Text(copy.dtype);
       view.call_site = Text(copy.call_site);
       view.root = copy.root;
+      ReadChannels(entry % count, view);
       out.slots.push_back(std::move(view));
       break;
     }
@@ -184,6 +193,56 @@ RingSnapshot RingReader::Snapshot() const {
     out.stack.text.assign(stack->text, strnlen(stack->text, sizeof(stack->text)));
   }
   return out;
+}
+
+void RingReader::ReadChannels(uint64_t slot_index, SlotView& view) const {
+  const RingHeader& head = header();
+  if (head.channels_offset == 0) return;
+  const auto* block = reinterpret_cast<const RingChannelBlock*>(
+      base_ + head.channels_offset + slot_index * head.channel_block_size);
+  const auto* records = reinterpret_cast<const RingChannel*>(block + 1);
+  for (int attempt = 0; attempt < kTornRetries; ++attempt) {
+    const uint64_t tag = LoadAcquire(block->entry);
+    if (tag != view.entry + 1) {
+      if (tag > view.entry + 1) return;  // reused by a later entry
+      continue;                          // being written
+    }
+    SlotView copy;
+    copy.backend_seq = block->backend_seq;
+    copy.channels_used = block->channels;
+    copy.warps = block->warps;
+    copy.algo = Text(block->algo);
+    copy.proto = Text(block->proto);
+    copy.progress_ns = LoadAcquire(block->progress_ns);
+    for (uint32_t idx = 0; idx < head.channel_count; ++idx) {
+      const RingChannel& in = records[idx];
+      ChannelView channel;
+      channel.channel = idx;
+      uint32_t* fields[kChannelCounters] = {
+          &channel.send_steps, &channel.send_posted, &channel.send_transmitted, &channel.send_done,
+          &channel.recv_steps, &channel.recv_posted, &channel.recv_received,    &channel.recv_done};
+      uint32_t any = 0;
+      for (uint32_t counter = 0; counter < kChannelCounters; ++counter) {
+        *fields[counter] = LoadAcquire(in.counters[counter]);
+        any |= *fields[counter];
+      }
+      channel.last_ns = LoadAcquire(in.last_ns);
+      channel.kernel = KernelState(LoadAcquire(in.kernel));
+      channel.proxy_ops = LoadAcquire(in.proxy_ops);
+      if (any == 0 && channel.kernel == KernelState::kUnknown && channel.proxy_ops == 0) continue;
+      copy.channels.push_back(channel);
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (LoadAcquire(block->entry) != view.entry + 1) continue;
+    view.backend_seq = copy.backend_seq;
+    view.channels_used = copy.channels_used;
+    view.warps = copy.warps;
+    view.algo = std::move(copy.algo);
+    view.proto = std::move(copy.proto);
+    view.progress_ns = copy.progress_ns;
+    view.channels = std::move(copy.channels);
+    return;
+  }
 }
 
 bool RingReader::RequestStack() {

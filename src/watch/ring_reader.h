@@ -28,6 +28,22 @@ struct GroupView {
   std::vector<int> members;
 };
 
+// One channel's progress in a collective (§6.1); only channels with some progress are listed.
+struct ChannelView {
+  uint32_t channel = 0;
+  uint32_t send_steps = 0;
+  uint32_t send_posted = 0;
+  uint32_t send_transmitted = 0;
+  uint32_t send_done = 0;
+  uint32_t recv_steps = 0;
+  uint32_t recv_posted = 0;
+  uint32_t recv_received = 0;
+  uint32_t recv_done = 0;
+  uint64_t last_ns = 0;
+  KernelState kernel = KernelState::kUnknown;
+  uint32_t proxy_ops = 0;
+};
+
 struct SlotView {
   uint64_t entry = 0;
   uint32_t group = 0;
@@ -43,6 +59,14 @@ struct SlotView {
   std::string dtype;
   std::string call_site;
   int root = -1;
+  // From the channel progress part (§6.1); zero and empty in a ring without one.
+  uint64_t backend_seq = 0;
+  uint32_t channels_used = 0;  // the block's `channels`
+  uint32_t warps = 0;
+  std::string algo;
+  std::string proto;
+  uint64_t progress_ns = 0;
+  std::vector<ChannelView> channels;
 };
 
 struct ActivityView {
@@ -76,6 +100,7 @@ struct RingSnapshot {
   bool closed = false;
   NetSample net;
   uint64_t net_sampled_ns = 0;
+  uint32_t channel_count = 0;  // channel records per slot (§6.1); 0: none
   std::vector<GroupView> groups;
   ActivityView activity;
   std::vector<SlotView> slots;  // the entries still in the ring, oldest first
@@ -100,6 +125,8 @@ class RingReader {
   RingReader(std::string path, char* base, uint64_t size, bool writable)
       : path_(std::move(path)), base_(base), size_(size), writable_(writable) {}
   const RingHeader& header() const { return *reinterpret_cast<const RingHeader*>(base_); }
+  // Fills view's channel progress from its slot's block, if the block describes the entry.
+  void ReadChannels(uint64_t slot_index, SlotView& view) const;
 
   std::string path_;
   char* base_;

@@ -66,6 +66,9 @@ TEST(Ring, WrittenIsReadBack) {
   EXPECT_EQ((std::tuple{now.net.tx_bytes, now.net.rx_bytes, now.net.links_up, now.net.links}),
             (std::tuple{uint64_t{1000}, uint64_t{2000}, 1u, 2u}));
   EXPECT_FALSE(now.closed);
+  EXPECT_EQ(now.channel_count, 0u);  // the adapter's rings carry no channel progress
+  EXPECT_TRUE(done.channels.empty());
+  ring.Progress(first, 0, ChannelCounter::kSendPosted);  // ignored without the part
   ring.Close();
   EXPECT_TRUE((*reader)->Snapshot().closed);
   std::remove(path.c_str());
@@ -122,6 +125,56 @@ TEST(Ring, ReaderNeverSeesATornEntryWhileTheRankWrites) {
   stop = true;
   rank.join();
   EXPECT_GT(checked, 0);
+  std::remove(path.c_str());
+}
+
+TEST(Ring, ChannelProgressIsReadBack) {
+  const std::string path = TempRing("channels");
+  auto writer = RingWriter::Create(path, Rank(1), 4, 8);
+  ASSERT_TRUE(writer.ok()) << writer.status().message();
+  RingWriter& ring = **writer;
+  const int group = ring.Group({"nccl:1f", "nccl", 2, 1, {0, 1}});
+  CollectiveIssue issue{group, "allreduce", "float32", "", 1024, 4096};
+  issue.backend_seq = 41;
+  issue.channels = 2;
+  issue.warps = 16;
+  issue.algo = "RING";
+  issue.proto = "SIMPLE";
+  const uint64_t entry = ring.Issue(issue);
+  ring.ProxyOpStarted(entry, 1);
+  ring.Progress(entry, 1, ChannelCounter::kSendSteps, 4);
+  ring.Progress(entry, 1, ChannelCounter::kSendPosted);
+  ring.Progress(entry, 1, ChannelCounter::kSendPosted);
+  ring.Progress(entry, 1, ChannelCounter::kSendDone);
+  ring.Progress(entry, 1, ChannelCounter::kRecvReceived);
+  ring.Kernel(entry, 0, KernelState::kFinished);
+  ring.Progress(entry, 8, ChannelCounter::kSendPosted);  // past the 8 channels kept: ignored
+
+  auto reader = RingReader::Open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  RingSnapshot now = (*reader)->Snapshot();
+  EXPECT_EQ(now.channel_count, 8u);
+  ASSERT_EQ(now.slots.size(), 1u);
+  const SlotView& call = now.slots[0];
+  EXPECT_EQ((std::tuple{call.backend_seq, call.channels_used, call.warps, call.algo, call.proto}),
+            (std::tuple{uint64_t{41}, 2u, 16u, std::string("RING"), std::string("SIMPLE")}));
+  ASSERT_EQ(call.channels.size(), 2u);  // channels without progress are left out
+  EXPECT_EQ((std::tuple{call.channels[0].channel, call.channels[0].kernel}),
+            (std::tuple{0u, KernelState::kFinished}));
+  const ChannelView& one = call.channels[1];
+  EXPECT_EQ((std::tuple{one.channel, one.proxy_ops, one.send_steps, one.send_posted, one.send_done,
+                        one.recv_received, one.recv_done}),
+            (std::tuple{1u, 1u, 4u, 2u, 1u, 1u, 0u}));
+  EXPECT_NE(one.last_ns, 0u);
+  EXPECT_GE(call.progress_ns, one.last_ns);
+
+  // The slot is reused by entry + 4: its block starts from zero, and a late event of the old
+  // entry is dropped.
+  for (int idx = 0; idx < 4; ++idx) ring.Issue({group, "allreduce", "float32", "", 1, 4});
+  ring.Progress(entry, 1, ChannelCounter::kSendDone);
+  now = (*reader)->Snapshot();
+  ASSERT_EQ(now.slots.size(), 4u);
+  for (const SlotView& slot : now.slots) EXPECT_TRUE(slot.channels.empty());
   std::remove(path.c_str());
 }
 

@@ -36,12 +36,17 @@ uint64_t RealtimeNs() { return ClockNs(CLOCK_REALTIME); }
 
 StatusOr<std::unique_ptr<RingWriter>> RingWriter::Create(const std::string& path,
                                                          const RingIdentity& identity,
-                                                         uint32_t slot_count) {
+                                                         uint32_t slot_count,
+                                                         uint32_t channel_count) {
   if (!PowerOfTwo(slot_count)) {
     return InvalidArgument("watch ring " + path + ": slot count " + std::to_string(slot_count) +
                            " is not a power of two");
   }
-  const uint64_t size = RingFileSize(slot_count);
+  if (channel_count > kMaxChannelCount) {
+    return InvalidArgument("watch ring " + path + ": " + std::to_string(channel_count) +
+                           " channels per slot, more than " + std::to_string(kMaxChannelCount));
+  }
+  const uint64_t size = RingFileSize(slot_count, channel_count);
   const std::string temp = path + ".tmp" + std::to_string(getpid());
   int fd = open(temp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
@@ -72,6 +77,11 @@ StatusOr<std::unique_ptr<RingWriter>> RingWriter::Create(const std::string& path
   header->groups_offset = kGroupsOffset;
   header->stack_offset = kStackOffset;
   header->slots_offset = kSlotsOffset;
+  if (channel_count > 0) {
+    header->channels_offset = RingFileSize(slot_count);
+    header->channel_count = channel_count;
+    header->channel_block_size = uint32_t(ChannelBlockSize(channel_count));
+  }
   header->rank = identity.rank;
   header->world_size = identity.world_size;
   header->local_rank = identity.local_rank;
@@ -93,6 +103,9 @@ StatusOr<std::unique_ptr<RingWriter>> RingWriter::Create(const std::string& path
 RingWriter::RingWriter(std::string path, char* base, uint64_t size)
     : path_(std::move(path)), base_(base), size_(size) {
   slot_mask_ = header().slot_count - 1;
+  channel_count_ = header().channel_count;
+  channels_offset_ = header().channels_offset;
+  block_size_ = header().channel_block_size;
 }
 
 RingWriter::~RingWriter() { munmap(base_, size_); }
@@ -137,8 +150,58 @@ uint64_t RingWriter::Issue(const CollectiveIssue& issue) {
   CopyText(out.call_site, issue.call_site);
   out.root = issue.root;
   StoreRelease(out.state, uint32_t(SlotState::kIssued));
+  if (channel_count_ > 0) {
+    RingChannelBlock& progress = block(entry);
+    StoreRelease(progress.entry, uint64_t{0});
+    std::atomic_thread_fence(std::memory_order_release);
+    progress.backend_seq = issue.backend_seq;
+    progress.channels = issue.channels;
+    progress.warps = issue.warps;
+    CopyText(progress.algo, issue.algo);
+    CopyText(progress.proto, issue.proto);
+    StoreRelease(progress.progress_ns, uint64_t{0});
+    auto* channels = reinterpret_cast<RingChannel*>(&progress + 1);
+    for (uint32_t idx = 0; idx < channel_count_; ++idx) {
+      for (uint32_t& counter : channels[idx].counters) StoreRelease(counter, 0u);
+      StoreRelease(channels[idx].last_ns, uint64_t{0});
+      StoreRelease(channels[idx].kernel, 0u);
+      StoreRelease(channels[idx].proxy_ops, 0u);
+    }
+    StoreRelease(progress.entry, entry + 1);
+  }
   StoreRelease(out.entry, entry + 1);
   return entry;
+}
+
+RingChannel* RingWriter::LiveChannel(uint64_t entry, uint32_t channel) {
+  if (entry == kNoEntry || channel >= channel_count_) return nullptr;
+  RingChannelBlock& progress = block(entry);
+  if (LoadAcquire(progress.entry) != entry + 1) return nullptr;
+  return reinterpret_cast<RingChannel*>(&progress + 1) + channel;
+}
+
+void RingWriter::Progress(uint64_t entry, uint32_t channel, ChannelCounter counter, uint32_t add) {
+  RingChannel* record = LiveChannel(entry, channel);
+  if (record == nullptr || uint32_t(counter) >= kChannelCounters) return;
+  AtomicField(record->counters[uint32_t(counter)]).fetch_add(add, std::memory_order_acq_rel);
+  const uint64_t now = MonotonicNs();
+  StoreRelease(record->last_ns, now);
+  StoreRelease(block(entry).progress_ns, now);
+}
+
+void RingWriter::ProxyOpStarted(uint64_t entry, uint32_t channel) {
+  RingChannel* record = LiveChannel(entry, channel);
+  if (record == nullptr) return;
+  AtomicField(record->proxy_ops).fetch_add(1, std::memory_order_acq_rel);
+}
+
+void RingWriter::Kernel(uint64_t entry, uint32_t channel, KernelState state) {
+  RingChannel* record = LiveChannel(entry, channel);
+  if (record == nullptr) return;
+  StoreRelease(record->kernel, uint32_t(state));
+  const uint64_t now = MonotonicNs();
+  StoreRelease(record->last_ns, now);
+  StoreRelease(block(entry).progress_ns, now);
 }
 
 void RingWriter::Started(uint64_t entry) {

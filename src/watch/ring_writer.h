@@ -50,6 +50,12 @@ struct CollectiveIssue {
   uint64_t count = 0;
   uint64_t bytes = 0;
   int root = -1;
+  // The channel progress block (§6.1), in a ring made with channels; ignored otherwise.
+  uint64_t backend_seq = 0;
+  uint32_t channels = 0;
+  uint32_t warps = 0;
+  std::string_view algo = {};
+  std::string_view proto = {};
 };
 
 struct NetSample {
@@ -64,10 +70,12 @@ class RingWriter {
  public:
   // Creates the file (under a temporary name, renamed into place when its header is complete)
   // and maps it. An existing file of that name is replaced: it is this rank's ring of an
-  // earlier run in the same directory.
+  // earlier run in the same directory. `channel_count` > 0 adds the channel progress part
+  // (§6.1) with that many channel records per slot.
   static StatusOr<std::unique_ptr<RingWriter>> Create(const std::string& path,
                                                       const RingIdentity& identity,
-                                                      uint32_t slot_count = kDefaultSlotCount);
+                                                      uint32_t slot_count = kDefaultSlotCount,
+                                                      uint32_t channel_count = 0);
   ~RingWriter();
   RingWriter(const RingWriter&) = delete;
   RingWriter& operator=(const RingWriter&) = delete;
@@ -83,6 +91,13 @@ class RingWriter {
   // reused since, and for kNoEntry.
   void Started(uint64_t entry);
   void Completed(uint64_t entry, bool failed = false);
+
+  // Channel progress of an entry (a ring made with channels; otherwise, and for a channel past
+  // channel_count(), an entry whose slot was reused or kNoEntry, ignored). Any thread.
+  void Progress(uint64_t entry, uint32_t channel, ChannelCounter counter, uint32_t add = 1);
+  void ProxyOpStarted(uint64_t entry, uint32_t channel);
+  void Kernel(uint64_t entry, uint32_t channel, KernelState state);
+  uint32_t channel_count() const { return channel_count_; }
 
   // A compute op began (`name` must outlive the call; a repeated pointer is not copied again).
   void NoteOp(const char* name);
@@ -109,6 +124,12 @@ class RingWriter {
   RingSlot& slot(uint64_t entry) {
     return reinterpret_cast<RingSlot*>(base_ + kSlotsOffset)[entry & slot_mask_];
   }
+  RingChannelBlock& block(uint64_t entry) {
+    return *reinterpret_cast<RingChannelBlock*>(base_ + channels_offset_ +
+                                                (entry & slot_mask_) * block_size_);
+  }
+  // The record of `channel` in entry's block while the block still describes entry; else null.
+  RingChannel* LiveChannel(uint64_t entry, uint32_t channel);
   // Runs write() on the activity under its sequence word; skipped (returns false) while
   // another thread writes it.
   template <typename Write>
@@ -118,6 +139,9 @@ class RingWriter {
   char* base_;
   uint64_t size_;
   uint64_t slot_mask_;
+  uint32_t channel_count_ = 0;
+  uint64_t channels_offset_ = 0;
+  uint64_t block_size_ = 0;
   std::mutex groups_mutex_;  // Group(): rare, never on an op's path
   std::vector<std::string> group_names_;
   std::atomic<bool> activity_busy_{false};
