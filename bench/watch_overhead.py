@@ -1,9 +1,10 @@
 """Cost of `upguard watch` on the built-in DDP GPT, measured side by side in one run.
 
 Run under torchrun (2 ranks, gloo). Every rank trains blocks of N steps, alternating: no watch,
-watch (the rank's ring, collective hooks, op hook, heartbeat, stack poller), repeated R times;
-the ranks switch together at block boundaries. Rank 0 prints the median step time of each
-configuration and their ratio as JSON on its last line.
+watch (the rank's ring, collective kernel, sampled op hook, heartbeat, stack thread), repeated R
+times, which goes first alternating; the ranks switch together at block boundaries. Rank 0 prints
+the median step time of each configuration and the median of the rounds' ratios (watched over
+untraced, measured back to back) as JSON on its last line.
 
     /usr/bin/python3 -m torch.distributed.run --nproc_per_node=2 bench/watch_overhead.py \\
         --build build/release [--steps 20 --rounds 7]
@@ -23,7 +24,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 parser = argparse.ArgumentParser()
 parser.add_argument("--build", default=os.path.join(here, "..", "build", "release"))
 parser.add_argument("--steps", type=int, default=20)
-parser.add_argument("--rounds", type=int, default=7)
+parser.add_argument("--rounds", type=int, default=15)
 parser.add_argument("--width", type=int, default=64)
 parser.add_argument("--layers", type=int, default=2)
 args = parser.parse_args()
@@ -67,19 +68,27 @@ def block(steps: int) -> float:
 
 block(3)  # warm up
 times = {"untraced": [], "watch": []}
+pairs = []  # each round's watched block over its untraced neighbour
 with tempfile.TemporaryDirectory() as tmp:
     run_dir = os.path.join(tmp, "w")
-    for _ in range(args.rounds):
-        times["untraced"].append(block(args.steps))
-        _watch.start(run_dir, rank, world)
-        times["watch"].append(block(args.steps))
-        _watch.close()
-        assert not _C.watch_ring_path()
+    for round_idx in range(args.rounds):
+        # Alternate which goes first, so that a drift in the machine's speed cancels out.
+        order = ("untraced", "watch") if round_idx % 2 == 0 else ("watch", "untraced")
+        measured = {}
+        for config in order:
+            if config == "watch":
+                _watch.start(run_dir, rank, world)
+            measured[config] = block(args.steps)
+            if config == "watch":
+                _watch.close()
+                assert not _C.watch_ring_path()
+            times[config].append(measured[config])
+        pairs.append(measured["watch"] / measured["untraced"])
 dist.destroy_process_group()
 if rank == 0:
     base = statistics.median(times["untraced"])
     watched = statistics.median(times["watch"])
     print(json.dumps({"ranks": world, "steps_per_block": args.steps, "rounds": args.rounds,
                       "untraced_ms": base * 1e3, "watch_ms": watched * 1e3,
-                      "ratio": watched / base,
+                      "ratio": statistics.median(pairs),
                       "blocks_ms": {k: [round(v * 1e3, 2) for v in vs] for k, vs in times.items()}}))

@@ -1,7 +1,9 @@
 #include "watch_feed.h"
 
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/record_function.h>
 #include <pthread.h>
+#include <torch/library.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -19,7 +21,6 @@
 #include "call_site.h"
 #include "collectives.h"
 #include "ivalue_args.h"
-#include "op_info.h"
 #include "watch/net_sample.h"
 
 namespace upguard::torch_adapter {
@@ -41,6 +42,7 @@ struct ScopeCtx : at::ObserverContext {
 struct Feed {
   std::unique_ptr<watch::RingWriter> ring;
   std::vector<at::CallbackHandle> handles;
+  std::unique_ptr<torch::Library> kernels;  // c10d's collective ops at BackendSelect
   std::mutex mu;  // groups and open calls: taken once per collective, never per op
   std::unordered_map<const void*, int> groups;  // ProcessGroup address -> ring group
   std::deque<OpenCall> open;
@@ -55,8 +57,8 @@ std::atomic<Feed*> g_feed{nullptr};  // null: no watch, or a forked child
 std::atomic<bool> g_started{false};
 
 struct WatchThread {
-  uint32_t depth = 0;           // ops open on this thread
-  uint32_t backend_scopes = 0;  // a backend's collective scope runs here: its worker
+  bool issued = false;  // this thread issued a collective: it trains
+  bool worker = false;  // a backend's collective scope opened here first: its worker
 };
 WatchThread& ThisThread() {
   thread_local WatchThread state;
@@ -120,17 +122,20 @@ int GroupOf(Feed& feed, const c10::IValue& value) {
   return index;
 }
 
-void Issue(Feed& feed, const at::RecordFunction& fn) {
-  const OpInfo& info = LookupOpInfo(fn);
-  if (!info.collective) return;
-  c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
-  const int group_arg = info.collective_group_arg;
-  const int group = group_arg >= 0 && size_t(group_arg) < inputs.size()
-                        ? GroupOf(feed, inputs[group_arg])
-                        : feed.ring->Group({"?", "", 0, -1, {}});
+// A collective op as it is called: its arguments are the last ones on the stack.
+void Issue(Feed& feed, const c10::FunctionSchema& schema, c10::ArrayRef<c10::IValue> inputs) {
+  int group = -1;
+  for (size_t idx = 0; idx < schema.arguments().size() && idx < inputs.size(); ++idx) {
+    if (inputs[idx].isObject() &&
+        schema.arguments()[idx].type()->str().find("ProcessGroup") != std::string::npos) {
+      group = GroupOf(feed, inputs[idx]);
+      break;
+    }
+  }
+  if (group < 0) group = feed.ring->Group({"?", "", 0, -1, {}});
   watch::CollectiveIssue issue;
   issue.group = group;
-  const std::string kind = CollectiveKind(fn.name());
+  const std::string kind = CollectiveKind(schema.name());
   issue.op = kind;
   const void* first = nullptr;
   c10::ScalarType dtype = c10::ScalarType::Undefined;
@@ -156,31 +161,59 @@ void Issue(Feed& feed, const at::RecordFunction& fn) {
   if (feed.open.size() > 4096) feed.open.pop_front();  // a backend without scopes
 }
 
-std::unique_ptr<at::ObserverContext> OnOpEnter(const at::RecordFunction& fn) {
-  WatchThread& thread = ThisThread();
-  const uint32_t depth = thread.depth++;
+// Every c10d collective op passes here, at BackendSelect (on in every dispatch, inference mode
+// included, below autograd and a tensor subclass's Python handler, above the backend's kernel):
+// the call is issued, then dispatched on as if this kernel were not here.
+void CollectiveKernel(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
+                      torch::jit::Stack* stack) {
   Feed* feed = g_feed.load(std::memory_order_acquire);
-  if (feed == nullptr || thread.backend_scopes > 0) return nullptr;
-  const char* name = fn.name();
-  if (name[0] == 'c' && std::strncmp(name, "c10d::", 6) == 0) {
+  if (feed != nullptr && !keys.has(c10::DispatchKey::Meta)) {  // not a fake tensor's trace
+    ThisThread().issued = true;
+    const size_t args = op.schema().arguments().size();
     try {
-      Issue(*feed, fn);
+      Issue(
+          *feed, op.schema(),
+          c10::ArrayRef<c10::IValue>(*stack).slice(stack->size() - std::min(args, stack->size())));
     } catch (const std::exception& e) {  // never the training's problem
-      std::fprintf(stderr, "upguard watch: %s not written: %s\n", name, e.what());
+      std::fprintf(stderr, "upguard watch: %s not written: %s\n", op.schema().name().c_str(),
+                   e.what());
     }
-  } else if (depth == 0) {
-    // The autograd engine's wrapper around a node names the node after this prefix.
-    constexpr size_t kEvaluate = sizeof("autograd::engine::evaluate_function: ") - 1;
-    feed->ring->NoteOp(std::strncmp(name, "autograd::engine::evaluate_function: ", kEvaluate) == 0
-                           ? name + kEvaluate
-                           : name);
   }
-  return nullptr;
+  op.redispatchBoxed(
+      keys & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, c10::DispatchKey::BackendSelect),
+      stack);
 }
 
-void OnOpExit(const at::RecordFunction&, at::ObserverContext*) {
-  WatchThread& thread = ThisThread();
-  if (thread.depth > 0) --thread.depth;
+// c10d's ops that take a ProcessGroup (every collective and point-to-point op of this torch).
+std::vector<std::string> CollectiveOps() {
+  std::vector<std::string> names;
+  for (const c10::OperatorName& name : c10::Dispatcher::singleton().getAllOpNames()) {
+    if (name.name.rfind("c10d::", 0) != 0) continue;
+    auto handle = c10::Dispatcher::singleton().findOp(name);
+    if (!handle || !handle->hasSchema()) continue;
+    for (const c10::Argument& argument : handle->schema().arguments()) {
+      if (argument.type()->str().find("ProcessGroup") == std::string::npos) continue;
+      names.push_back(name.overload_name.empty() ? name.name
+                                                 : name.name + "." + name.overload_name);
+      break;
+    }
+  }
+  return names;
+}
+
+// A sampled op (one in kOpSampleEvery): the training thread's recent compute op. Every op would
+// cost the training more than the watch may (RecordFunction on each op: 2-7 %).
+constexpr double kOpSampleEvery = 64;
+std::unique_ptr<at::ObserverContext> OnSampledOp(const at::RecordFunction& fn) {
+  Feed* feed = g_feed.load(std::memory_order_acquire);
+  if (feed == nullptr || ThisThread().worker) return nullptr;
+  const char* name = fn.name();
+  // The autograd engine's wrapper around a node names the node after this prefix.
+  constexpr size_t kEvaluate = sizeof("autograd::engine::evaluate_function: ") - 1;
+  feed->ring->NoteOp(std::strncmp(name, "autograd::engine::evaluate_function: ", kEvaluate) == 0
+                         ? name + kEvaluate
+                         : name);
+  return nullptr;
 }
 
 std::unique_ptr<at::ObserverContext> OnScopeEnter(const at::RecordFunction& fn) {
@@ -188,7 +221,7 @@ std::unique_ptr<at::ObserverContext> OnScopeEnter(const at::RecordFunction& fn) 
   if (feed == nullptr || !IsCollectiveScope(fn.name())) return nullptr;
   WatchThread& thread = ThisThread();
   auto ctx = std::make_unique<ScopeCtx>();
-  if (thread.depth == 0) ++thread.backend_scopes;  // opened outside any op: a worker
+  if (!thread.issued) thread.worker = true;  // gloo's worker threads; never the issuing one
   const std::string kind = CollectiveKind(fn.name());
   const void* first = nullptr;
   try {
@@ -231,8 +264,6 @@ void OnScopeExit(const at::RecordFunction& fn, at::ObserverContext* ctx_base) {
     }
     return;
   }
-  WatchThread& thread = ThisThread();
-  if (thread.depth == 0 && thread.backend_scopes > 0) --thread.backend_scopes;
   auto* ctx = static_cast<ScopeCtx*>(ctx_base);
   if (Feed* feed = g_feed.load(std::memory_order_acquire)) feed->ring->Completed(ctx->entry);
 }
@@ -246,6 +277,9 @@ void Beat(Feed* feed) {
     feed->beat_cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return feed->stopping; });
   }
 }
+
+// How often a thread waiting for the monitor's stack request looks at the ring: without the GIL.
+constexpr int kStackLookMs = 25;
 
 // A forked child shares the parent's mapping: it must never write it.
 void ForgetInChild() { g_feed.store(nullptr, std::memory_order_release); }
@@ -268,8 +302,14 @@ Status WatchStart(const WatchOptions& options) {
   std::call_once(atfork, [] { pthread_atfork(nullptr, nullptr, ForgetInChild); });
   g_feed.store(feed, std::memory_order_release);
   feed->heartbeat = std::thread(Beat, feed);
-  feed->handles.push_back(at::addGlobalCallback(at::RecordFunctionCallback(OnOpEnter, OnOpExit)
-                                                    .needsInputs(true)
+  feed->kernels = std::make_unique<torch::Library>(
+      torch::Library::IMPL, "c10d", c10::DispatchKey::BackendSelect, __FILE__, __LINE__);
+  for (const std::string& name : CollectiveOps()) {
+    feed->kernels->impl(name.substr(6).c_str(),
+                        torch::CppFunction::makeFromBoxedFunction<&CollectiveKernel>());
+  }
+  feed->handles.push_back(at::addGlobalCallback(at::RecordFunctionCallback(OnSampledOp)
+                                                    .samplingProb(1.0 / kOpSampleEvery)
                                                     .scopes({at::RecordScope::FUNCTION})));
   feed->handles.push_back(
       at::addGlobalCallback(at::RecordFunctionCallback(OnScopeEnter, OnScopeExit)
@@ -287,6 +327,20 @@ void WatchDataloader(bool inside) {
   if (Feed* feed = g_feed.load(std::memory_order_acquire)) feed->ring->NoteDataloader(inside);
 }
 
+uint64_t WatchWaitStackRequest(uint64_t answered, double timeout_s) {
+  Feed* feed = g_feed.load(std::memory_order_acquire);
+  if (feed == nullptr) return answered;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  std::unique_lock<std::mutex> lock(feed->beat_mu);
+  while (!feed->stopping) {
+    const uint64_t request = feed->ring->StackRequest();
+    if (request != answered) return request;
+    if (std::chrono::steady_clock::now() >= until) break;
+    feed->beat_cv.wait_for(lock, std::chrono::milliseconds(kStackLookMs));
+  }
+  return answered;
+}
+
 uint64_t WatchStackRequest() {
   Feed* feed = g_feed.load(std::memory_order_acquire);
   return feed != nullptr ? feed->ring->StackRequest() : 0;
@@ -300,6 +354,7 @@ void WatchClose() {
   Feed* feed = g_feed.exchange(nullptr, std::memory_order_acq_rel);
   if (feed == nullptr) return;
   for (at::CallbackHandle handle : feed->handles) at::removeCallback(handle);
+  feed->kernels.reset();  // c10d's ops dispatch as before
   {
     std::lock_guard<std::mutex> lock(feed->beat_mu);
     feed->stopping = true;

@@ -29,6 +29,8 @@ void DefineWatch(py::module_& m) {
   m.def("watch_ring_path", &WatchRingPath);
   m.def("watch_dataloader", &WatchDataloader, py::arg("inside"));
   m.def("watch_stack_request", &WatchStackRequest);
+  m.def("watch_wait_stack_request", &WatchWaitStackRequest, py::arg("answered"),
+        py::arg("timeout_s"), py::call_guard<py::gil_scoped_release>());
   m.def("watch_answer_stack", &WatchAnswerStack, py::arg("request"), py::arg("text"));
   m.def("watch_close", &WatchClose, py::call_guard<py::gil_scoped_release>());
 }

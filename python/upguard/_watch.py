@@ -6,8 +6,9 @@ torch's op callbacks. This side adds what only Python knows:
 * which rank this is: the ring starts when the process joins its default process group
   (``init_process_group``), as the rank it got there;
 * when the training is inside a DataLoader's ``__next__`` (waiting for a batch);
-* the Python stacks of every thread, when the monitor asks for them: a daemon thread polls the
-  ring's request word every 50 ms and answers with ``sys._current_frames()``. A rank stopped,
+* the Python stacks of every thread, when the monitor asks for them: a daemon thread waits,
+  without the GIL, for the ring's request word to change and answers with
+  ``sys._current_frames()``. A rank stopped,
   dead, or whose GIL is never released does not answer, which the monitor says.
 
     _watch.arm("runs/w")   # rings under runs/w/watch/; done by `upguard watch` (UPGUARD_WATCH_DIR)
@@ -29,7 +30,7 @@ from upguard import _C
 
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 _UPGUARD_DIR = os.path.dirname(os.path.abspath(__file__))
-_POLL_S = 0.05
+_WAIT_S = 1.0  # the stack thread looks at _stop this often
 
 _stop = threading.Event()
 _poller: Optional[threading.Thread] = None
@@ -100,6 +101,11 @@ def close() -> None:
     """The process ends normally: the ring says so (a monitor tells this from a crash)."""
     _stop.set()
     _C.watch_close()
+    # The stack thread waits in C++ without the GIL: it must be back in Python before the
+    # interpreter finalizes, which ends a daemon thread taking the GIL by unwinding it (through
+    # the binding's GIL guard: std::terminate).
+    if _poller is not None and _poller is not threading.current_thread():
+        _poller.join(timeout=2 * _WAIT_S)
 
 
 def stacks_text() -> str:
@@ -126,9 +132,9 @@ def _short(path: str) -> str:
 
 def _answer_stack_requests() -> None:
     answered = _C.watch_stack_request()  # requests before this process started are not ours
-    while not _stop.wait(_POLL_S):
-        request = _C.watch_stack_request()
-        if request != answered:
+    while not _stop.is_set():
+        request = _C.watch_wait_stack_request(answered, _WAIT_S)
+        if request != answered and not _stop.is_set():
             try:
                 _C.watch_answer_stack(request, stacks_text())
             except Exception as error:  # never the training's problem
