@@ -1,6 +1,6 @@
 // The C entry points of libupguard_nccl_profiler.so: NCCL loads the library named by
-// NCCL_PROFILER_PLUGIN and looks up `ncclProfiler_v5` (NCCL 2.26 and later) or `ncclProfiler_v4`
-// (NCCL 2.25). They translate NCCL's event descriptors (profiler_abi.h) into NcclProfiler calls.
+// NCCL_PROFILER_PLUGIN and looks up `ncclProfiler_v5` (NCCL 2.28 and later) or `ncclProfiler_v4`
+// (NCCL 2.27). They translate NCCL's event descriptors (profiler_abi.h) into NcclProfiler calls.
 //
 // The plugin lives in the training process, so it must never fail it: each entry point returns
 // success whatever happens; on any problem (no UPGUARD_WATCH_DIR, a ring that cannot be made,

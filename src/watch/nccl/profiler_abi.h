@@ -1,7 +1,7 @@
 // The NCCL profiler-plugin ABI that libupguard_nccl_profiler.so exports, declared here in our
 // own words. The layouts mirror NCCL 2.28's src/include/plugin/nccl_profiler.h and
 // src/include/plugin/profiler/profiler_v5.h (interface version 5, the newest NCCL 2.28 loads)
-// and profiler_v4.h (version 4, loaded by NCCL 2.25 to 2.28). They must match NCCL's byte for
+// and profiler_v4.h (version 4, NCCL 2.27, also loaded by 2.28). They must match NCCL's byte for
 // byte: the static_asserts below pin the fields we read, and were checked against those headers.
 // Only the parts of the descriptor union that the plugin reads are declared; NCCL owns the
 // memory, so a shorter declaration of the union is safe to read through.
