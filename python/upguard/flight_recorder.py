@@ -253,16 +253,18 @@ def write_rings(conversion: Conversion, out: str, overwrite: bool) -> None:
 
 
 def find_upguard(explicit: Optional[str]) -> str:
-    """--upguard, else `upguard` on PATH, else the build of this source checkout."""
+    """--upguard, else `upguard` on PATH, else the build this package was copied into
+    (BUILD/python/upguard -> BUILD/upguard), else the release build of this source checkout."""
     if explicit:
         return explicit
     on_path = shutil.which("upguard")
     if on_path:
         return on_path
-    checkout = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    built = os.path.join(checkout, "build", "release", "upguard")
-    if os.access(built, os.X_OK):
-        return built
+    above = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    for built in (os.path.join(above, "upguard"),
+                  os.path.join(above, "build", "release", "upguard")):
+        if os.path.isfile(built) and os.access(built, os.X_OK):
+            return built
     raise fr.DumpError("cannot find the upguard CLI: pass --upguard PATH (make build puts it "
                        "in build/release/upguard), or -n to convert only")
 
