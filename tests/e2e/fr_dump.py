@@ -8,8 +8,9 @@ or raises, whichever comes first. The dump of a rank that hangs is then the stat
 
 ProcessGroupGloo records into the Flight Recorder by itself (torch >= 2.6); it has no
 dump-on-timeout of its own, so a dump is asked for. `--json` also writes the JSON dump
-(`_dump_fr_trace_json`) to <prefix><rank>.json. After a rank's dump, `--done DIR` gets an empty
-file rank<R>: the test waits for those, then stops the job."""
+(`_dump_fr_trace_json`) to <prefix><rank>.json. After a rank's dump, `--done DIR` gets a file
+rank<R> holding the rank's pid: the test waits for those, then stops the job and its ranks
+(torchrun starts each rank in a session of its own)."""
 
 from __future__ import annotations
 
@@ -46,7 +47,10 @@ def main() -> None:
                 with open(f"{prefix}{rank}.json", "wb") as out:
                     out.write(c10d._dump_fr_trace_json())
             os.makedirs(args.done, exist_ok=True)
-            open(os.path.join(args.done, f"rank{rank}"), "w").close()
+            marker = os.path.join(args.done, f"rank{rank}")
+            with open(marker + ".tmp", "w") as out:
+                out.write(str(os.getpid()))
+            os.replace(marker + ".tmp", marker)  # whole, once it is seen
 
     if args.after > 0:
         timer = threading.Timer(args.after, dump)

@@ -159,10 +159,25 @@ def dumped_run(tmp_path: Path, after: float, *script: object) -> Path:
             assert time.monotonic() < deadline, f"no dump within 120 s:\n{log.read_text()}"
             time.sleep(0.2)
     finally:
-        if job.poll() is None:
-            os.killpg(job.pid, signal.SIGKILL)  # the hung ranks: the dumps are written
-        job.wait()
+        _stop(job, done)
     return dumps
+
+
+def _stop(job: subprocess.Popen, done: Path) -> None:
+    """torchrun, then any rank left (each rank runs in a session of its own): a hung rank
+    waits forever once its dump is written."""
+    if job.poll() is None:
+        job.terminate()  # torchrun stops its ranks on SIGTERM
+        try:
+            job.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(job.pid, signal.SIGKILL)
+            job.wait()
+    for marker in done.glob("rank[0-9]") if done.exists() else []:
+        try:
+            os.kill(int(marker.read_text()), signal.SIGKILL)
+        except (ValueError, ProcessLookupError):
+            pass  # ended with torchrun
 
 
 @live
