@@ -52,6 +52,10 @@ options:
   --watch            also watch the ranks for hangs and stragglers, as `upguard watch` does:
                      findings on stderr as they are seen; rings (watch/) and alerts.jsonl in
                      DIR beside the traces (docs/watch.md)
+  --exchange XDIR    with --watch, several hosts: share what this host's monitor sees with the
+                     other hosts' through XDIR, as `upguard watch --exchange` does
+  --host-name NAME   with --exchange: this host's summary is XDIR/NAME.json (default: the
+                     hostname)
 
 exit code: the command's own (1 after a divergence with --against); 2 if upguard could not
 run it, DIR holds a run and --overwrite was not given, or the command exited 0 having
@@ -72,7 +76,9 @@ StatusOr<int> RunRecordCommand(int argc, char** argv) {
                          {"against", 0, true},
                          {"continue", 0, false},
                          {"no-compile", 0, false},
-                         {"watch", 0, false}});
+                         {"watch", 0, false},
+                         {"exchange", 0, true},
+                         {"host-name", 0, true}});
   RETURN_IF_ERROR(flags.Parse(argc, argv, 2));
   if (!flags.Has("out")) return InvalidArgument("missing -o DIR (the run directory to write)");
   if (flags.rest().empty()) {
@@ -98,6 +104,12 @@ StatusOr<int> RunRecordCommand(int argc, char** argv) {
   request.ops = flags.Get("ops");
   request.stats = !flags.Has("no-stats");
   request.watch = flags.Has("watch");
+  if ((flags.Has("exchange") && !request.watch) ||
+      (flags.Has("host-name") && !flags.Has("exchange"))) {
+    return InvalidArgument("--exchange XDIR goes with --watch, and --host-name with --exchange");
+  }
+  request.watch_exchange = flags.Get("exchange");
+  request.watch_host_name = flags.Get("host-name");
   if (flags.Has("no-compile")) request.env.emplace_back("TORCH_COMPILE_DISABLE", "1");
   if (flags.Has("capture")) {
     RETURN_IF_ERROR(ParseCaptureSelector(flags.Get("capture")).status());

@@ -113,6 +113,8 @@ StatusOr<RecordOutcome> RunRecorded(const RecordRequest& request) {
   if (request.watch && !exec_failed) {
     watch::MonitorOptions watching;
     watching.dir = abs_dir;
+    watching.exchange_dir = request.watch_exchange;
+    watching.host_name = request.watch_host_name;
     ASSIGN_OR_RETURN(std::unique_ptr<watch::Monitor> monitor, watch::Monitor::Open(watching));
     wait_status = WaitWatching(pid, *monitor, /*stop_on_alert=*/false);
   } else {

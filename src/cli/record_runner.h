@@ -25,6 +25,10 @@ struct RecordRequest {
   // Also watch the ranks for hangs and stragglers (`record --watch`, docs/watch.md): rings and
   // alerts.jsonl go into the run with the traces, findings to stderr as they are seen.
   bool watch = false;
+  // With watch, several hosts: share summaries with the other hosts' monitors through this
+  // directory ("" = none), this host's under watch_host_name ("" = the hostname).
+  std::string watch_exchange;
+  std::string watch_host_name;
   bool quiet = false;       // send the command's stdout to /dev/null
   std::string stderr_path;  // "" = inherit; else the command's stderr goes to this file
                             // (opened by the child: its directory must exist)

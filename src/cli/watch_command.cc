@@ -43,6 +43,11 @@ options:
                         environment); stops at Ctrl-C or when every rank has ended
   --analyze DIR         post mortem: one look at the rings the ranks left, at their last beat
   --stall-floor S       no collective is stalled before S seconds (default 2)
+  --exchange XDIR       several hosts: share what this monitor sees with the other hosts'
+                        monitors through XDIR (a directory they all reach, e.g. on NFS), and
+                        analyze their ranks too; this host's summary is XDIR/<hostname>.json
+  --host-name NAME      this host's summary is XDIR/NAME.json (monitors that share a hostname,
+                        as network namespaces do, need a name each)
   --stop-on-alert       stop the command (SIGTERM to its process group) after the first stall,
                         dead or mismatch finding
   --json                the report as JSON (schema upguard.watch/1, docs/cli.md)
@@ -168,6 +173,7 @@ StatusOr<int> Attach(const Flags& flags, const std::string& dir, watch::MonitorO
   while (!g_interrupted) {
     ASSIGN_OR_RETURN(std::vector<watch::Alert> fresh, monitor->Poll());
     PrintAlerts(fresh);
+    PrintWarnings(*monitor);
     if (monitor->AllClosed()) break;
     std::this_thread::sleep_for(kInterval);
   }
@@ -184,6 +190,8 @@ StatusOr<int> RunWatchCommand(int argc, char** argv) {
                         {"analyze", 0, true},
                         {"stall-floor", 0, true},
                         {"stop-on-alert", 0, false},
+                        {"exchange", 0, true},
+                        {"host-name", 0, true},
                         {"json", 0, false}});
   RETURN_IF_ERROR(flags.Parse(argc, argv, 2));
   const int modes = int(flags.Has("out")) + int(flags.Has("attach")) + int(flags.Has("analyze"));
@@ -206,7 +214,16 @@ StatusOr<int> RunWatchCommand(int argc, char** argv) {
     }
     options.analyzer.stall_floor_s = seconds;
   }
+  if (flags.Has("host-name") && !flags.Has("exchange")) {
+    return InvalidArgument("--host-name names this host's summary in --exchange XDIR: give both");
+  }
+  options.exchange_dir = flags.Get("exchange");
+  options.host_name = flags.Get("host-name");
   if (flags.Has("analyze")) {
+    if (flags.Has("exchange")) {
+      return InvalidArgument(
+          "--exchange is for a live watch; --analyze reads the rings of one host");
+    }
     if (!fs::is_directory(fs::path(options.dir) / "watch")) {
       return NotFound("no watch rings in " + options.dir +
                       "/watch (was it run with upguard watch?)");

@@ -26,6 +26,13 @@ void PrintAlerts(const std::vector<watch::Alert>& alerts) {
   std::fflush(stderr);
 }
 
+void PrintWarnings(watch::Monitor& monitor) {
+  for (const std::string& warning : monitor.TakeWarnings()) {
+    std::fprintf(stderr, "upguard watch: warning: %s\n", warning.c_str());
+  }
+  std::fflush(stderr);
+}
+
 int WaitWatching(pid_t pid, watch::Monitor& monitor, bool stop_on_alert) {
   // Ctrl-C reaches the command through the terminal: let it end and report its end.
   struct sigaction ignore = {}, old_int = {}, old_term = {};
@@ -50,6 +57,7 @@ int WaitWatching(pid_t pid, watch::Monitor& monitor, bool stop_on_alert) {
       std::fprintf(stderr, "upguard watch: %s\n", fresh.status().message().c_str());
     } else {
       PrintAlerts(*fresh);
+      PrintWarnings(monitor);
       for (const watch::Alert& alert : *fresh) {
         if (stop_on_alert && Stops(alert) && !stopped) {
           std::fprintf(stderr, "upguard watch: stopping the command (--stop-on-alert)\n");

@@ -22,5 +22,7 @@ int WaitWatching(pid_t pid, watch::Monitor& monitor, bool stop_on_alert);
 
 // "upguard watch: STALL rank 1 (python): ..." per alert, on stderr.
 void PrintAlerts(const std::vector<watch::Alert>& alerts);
+// "upguard watch: warning: ..." for each of the monitor's new warnings, on stderr.
+void PrintWarnings(watch::Monitor& monitor);
 
 }  // namespace upguard

@@ -13,6 +13,20 @@ double Seconds(uint64_t ns) { return double(ns) / 1e9; }
 
 }  // namespace
 
+const char* ProcessStateName(ProcessState state) {
+  switch (state) {
+    case ProcessState::kRunning:
+      return "running";
+    case ProcessState::kStopped:
+      return "stopped";
+    case ProcessState::kGone:
+      return "gone";
+    case ProcessState::kUnknown:
+      break;
+  }
+  return "unknown";
+}
+
 uint64_t RingRealtime(const RingSnapshot& ring, uint64_t monotonic_ns) {
   return ring.start_realtime_ns + (monotonic_ns - ring.start_monotonic_ns);
 }
@@ -123,6 +137,7 @@ void Analyzer::Stalls(const std::vector<RankLook>& ranks, uint64_t now_ns) {
     for (const auto& [rank, slot] : collective.by_rank) {
       if (Done(*slot)) continue;
       const RankLook* look = RankOf(ranks, rank);
+      if (Unseen(*look, now_ns, options_)) continue;  // its wait is not seen now
       const double waited =
           Seconds(now_ns - std::min(now_ns, RingRealtime(look->ring, slot->issued_ns)));
       std::vector<double>& recent = durations[{collective.group, slot->op}];
@@ -134,15 +149,20 @@ void Analyzer::Stalls(const std::vector<RankLook>& ranks, uint64_t now_ns) {
     }
     if (oldest == nullptr) continue;
     stalled_groups.insert(collective.group);
-    // Who never issued it.
-    std::vector<int> missing;
+    // Who never issued it. A rank unseen since before it completed there may have: it is
+    // named only when no rank in sight never issued it.
+    std::vector<int> missing, unseen;
     for (int member : Members(ranks, collective.group)) {
       const RankLook* look = RankOf(ranks, member);
       const GroupView* group = look ? FindGroup(look->ring, collective.group) : nullptr;
       if (look == nullptr || group == nullptr || group->issued_seq < collective.seq) {
-        missing.push_back(member);
+        (look && Unseen(*look, now_ns, options_) ? unseen : missing).push_back(member);
+      } else if (Unseen(*look, now_ns, options_) && group->completed_seq < collective.seq) {
+        unseen.push_back(member);
       }
     }
+    const std::vector<int> named = missing.empty() ? unseen : missing;
+    missing.insert(missing.end(), unseen.begin(), unseen.end());
     Alert alert;
     alert.trigger = "stall";
     alert.collective = Describe(collective.group, *oldest);
@@ -150,7 +170,7 @@ void Analyzer::Stalls(const std::vector<RankLook>& ranks, uint64_t now_ns) {
     const std::string waits =
         RankList(waiting) + " wait" + (waiting.size() == 1 ? "s " : " ") + Duration(age) + " in it";
     if (!missing.empty()) {
-      alert.ranks = missing;
+      alert.ranks = named;
       std::string doing_text;
       for (int member : missing) {
         const RankLook* look = RankOf(ranks, member);
@@ -159,8 +179,12 @@ void Analyzer::Stalls(const std::vector<RankLook>& ranks, uint64_t now_ns) {
                                    "it wrote no watch ring (not started, or "
                                    "started without upguard)",
                                    {}};
-        if (alert.cause.empty()) alert.cause = doing.cause, alert.stack = doing.stack;
-        doing_text += "; rank " + std::to_string(member) + " never issued it: " + doing.detail;
+        const bool is_named = std::count(named.begin(), named.end(), member) > 0;
+        const bool in_sight = std::count(unseen.begin(), unseen.end(), member) == 0;
+        if (alert.cause.empty() && is_named) alert.cause = doing.cause, alert.stack = doing.stack;
+        doing_text += "; rank " + std::to_string(member) +
+                      (in_sight ? " never issued it: " : " may not have issued it: ") +
+                      doing.detail;
       }
       alert.detail = waits + doing_text;
     } else {
@@ -168,7 +192,7 @@ void Analyzer::Stalls(const std::vector<RankLook>& ranks, uint64_t now_ns) {
       std::vector<int> down, quiet;
       for (int member : Members(ranks, collective.group)) {
         const RankLook* look = RankOf(ranks, member);
-        if (look == nullptr) continue;
+        if (look == nullptr || Unseen(*look, now_ns, options_)) continue;
         if (look->ring.net.links > 0 && look->ring.net.links_up < look->ring.net.links) {
           down.push_back(member);
         } else if (!net_moved_[member]) {
@@ -284,6 +308,7 @@ std::vector<int> Analyzer::Throttled(const std::vector<RankLook>& ranks, uint64_
 void Analyzer::Throughput(const std::vector<RankLook>& ranks, uint64_t now_ns) {
   const RankLook* lead = nullptr;  // the rank with the most steps seen
   for (const RankLook& look : ranks) {
+    if (Unseen(look, now_ns, options_)) continue;  // its steps stopped with its host's reports
     if (lead == nullptr ||
         look.ring.activity.step_ends.size() > lead->ring.activity.step_ends.size()) {
       lead = &look;
@@ -344,6 +369,7 @@ void Analyzer::Throughput(const std::vector<RankLook>& ranks, uint64_t now_ns) {
   for (const RankLook& look : ranks) all.push_back(look.ring.rank);
   std::vector<int> down;
   for (const RankLook& look : ranks) {
+    if (Unseen(look, now_ns, options_)) continue;
     if (look.ring.net.links > 0 && look.ring.net.links_up < look.ring.net.links) {
       down.push_back(look.ring.rank);
     }

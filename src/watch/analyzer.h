@@ -40,9 +40,20 @@ enum class ProcessState : uint8_t {
   kUnknown,  // on another host, or the monitor may not look
 };
 
+// "running", "stopped", "gone", "unknown": the word the report and the summary use.
+const char* ProcessStateName(ProcessState state);
+
 struct RankLook {
   RingSnapshot ring;
   ProcessState process = ProcessState::kUnknown;
+  // A rank on another host, seen through its monitor's summary (summary.h, exchange.h): that
+  // host's name, when its summary last changed (this host's CLOCK_REALTIME) and when it was
+  // written (that host's). Empty and 0 for a ring read here. A summary unchanged for longer
+  // than `stale_s` means that host's monitor is gone: what the rank does now is unknown (cause
+  // `unseen`).
+  std::string seen_by;
+  uint64_t seen_ns = 0;
+  uint64_t written_ns = 0;
 };
 
 struct AnalyzerOptions {

@@ -139,11 +139,26 @@ std::vector<std::string> MainStack(const RingSnapshot& ring) {
 
 Doing WhatItDoes(const RankLook& look, uint64_t now_ns, const AnalyzerOptions& options) {
   const RingSnapshot& ring = look.ring;
+bool Unseen(const RankLook& look, uint64_t now_ns, const AnalyzerOptions& options) {
+  return look.seen_ns != 0 && Seconds(now_ns - std::min(now_ns, look.seen_ns)) > options.stale_s;
+}
+
   const ActivityView& act = ring.activity;
   const std::string where = "at step " + std::to_string(act.step) +
                             (act.last_op.empty() ? "" : ", last op " + act.last_op);
   const std::string pid = "process " + std::to_string(ring.pid);
-  const double beat_age = Seconds(now_ns - std::min(now_ns, RingRealtime(ring, ring.heartbeat_ns)));
+  const double beat_age = Seconds(at - std::min(at, RingRealtime(ring, ring.heartbeat_ns)));
+  if (Unseen(look, now_ns, options)) {
+    return {"unseen",
+            "the monitor of its host " + look.seen_by + " has not reported for " +
+                Duration(Seconds(now_ns - std::min(now_ns, look.seen_ns))) +
+                " (that host or its monitor is gone): what it does now is unknown; last seen " +
+                where,
+            {}};
+  }
+  // A rank on another host as its host's monitor last saw it, timed on that host's clock: no
+  // delay of the exchange and no offset between the hosts' clocks enters its ages.
+  const uint64_t at = look.seen_by.empty() ? now_ns : look.written_ns;
   if (look.process == ProcessState::kGone) {
     return {"exited", pid + " is gone without closing its ring (killed or crashed) " + where, {}};
   }
@@ -155,20 +170,19 @@ Doing WhatItDoes(const RankLook& look, uint64_t now_ns, const AnalyzerOptions& o
   }
   for (const SlotView& slot : ring.slots) {
     if (!Done(slot) && slot.group < ring.groups.size()) {
-      const double age = Seconds(now_ns - std::min(now_ns, RingRealtime(ring, slot.issued_ns)));
+      const double age = Seconds(at - std::min(at, RingRealtime(ring, slot.issued_ns)));
       return {"waiting",
               "it waits " + Duration(age) + " in " + Describe(ring.groups[slot.group].name, slot),
               {}};
     }
   }
   if (act.dataloader_since_ns != 0) {
-    const double waited =
-        Seconds(now_ns - std::min(now_ns, RingRealtime(ring, act.dataloader_since_ns)));
+    const double waited = Seconds(at - std::min(at, RingRealtime(ring, act.dataloader_since_ns)));
     return {"dataloader",
             "it waits " + Duration(waited) + " for a batch from its DataLoader " + where,
             {}};
   }
-  const double idle = Seconds(now_ns - std::min(now_ns, RingRealtime(ring, act.last_op_ns)));
+  const double idle = Seconds(at - std::min(at, RingRealtime(ring, act.last_op_ns)));
   if (act.ops > 0 && idle < options.idle_s) {
     return {"compute",
             "it computes (last op " + act.last_op + " " + Duration(idle) + " ago) at step " +

@@ -49,5 +49,9 @@ struct Doing {
   std::vector<std::string> stack;
 };
 Doing WhatItDoes(const RankLook& look, uint64_t now_ns, const AnalyzerOptions& options);
+// A rank on another host whose monitor has not reported for over `stale_s` (the host or that
+// monitor is gone): its ring as last seen says nothing about now, so it is named only as
+// `unseen`, never for what it did then.
+bool Unseen(const RankLook& look, uint64_t now_ns, const AnalyzerOptions& options);
 
 }  // namespace upguard::watch

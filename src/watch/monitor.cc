@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "watch/ring_layout.h"
 
@@ -43,6 +44,12 @@ StatusOr<std::unique_ptr<Monitor>> Monitor::Open(MonitorOptions options) {
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
   monitor->hostname_ = host;
+  if (!monitor->options_.exchange_dir.empty() && !monitor->options_.post_mortem) {
+    const std::string name =
+        monitor->options_.host_name.empty() ? monitor->hostname_ : monitor->options_.host_name;
+    ASSIGN_OR_RETURN(monitor->exchange_,
+                     Exchange::Open(monitor->options_.exchange_dir, name, RealtimeNs()));
+  }
   return monitor;
 }
 
@@ -68,7 +75,7 @@ void Monitor::AskIdleForStacks(uint64_t now_ns) {
     (void)name;
     const RingSnapshot* ring = nullptr;
     for (const RankLook& look : ranks_) {
-      if (look.ring.path == reader->path()) ring = &look.ring;
+      if (look.seen_by.empty() && look.ring.path == reader->path()) ring = &look.ring;
     }
     if (ring == nullptr || ring->closed || ring->hostname != hostname_) continue;
     const double idle =
@@ -94,9 +101,18 @@ StatusOr<std::vector<Alert>> Monitor::Poll() {
     latest_beat = std::max(latest_beat, RingRealtime(look.ring, look.ring.heartbeat_ns));
     ranks_.push_back(std::move(look));
   }
+  const uint64_t now = options_.post_mortem ? latest_beat : RealtimeNs();
+  if (exchange_ != nullptr) {
+    exchange_->Publish(ranks_, now);
+    // A rank whose ring is read here is seen better here than through a summary.
+    std::set<int> local;
+    for (const RankLook& look : ranks_) local.insert(look.ring.rank);
+    for (RankLook& look : exchange_->Others(now)) {
+      if (!local.count(look.ring.rank)) ranks_.push_back(std::move(look));
+    }
+  }
   std::sort(ranks_.begin(), ranks_.end(),
             [](const RankLook& a, const RankLook& b) { return a.ring.rank < b.ring.rank; });
-  const uint64_t now = options_.post_mortem ? latest_beat : RealtimeNs();
   last_look_ns_ = now;
   std::vector<Alert> fresh = analyzer_.Look(ranks_, now);
   reported_.insert(reported_.end(), fresh.begin(), fresh.end());
@@ -110,6 +126,11 @@ StatusOr<std::vector<Alert>> Monitor::Poll() {
     }
   }
   return fresh;
+}
+
+std::vector<std::string> Monitor::TakeWarnings() {
+  if (exchange_ == nullptr) return {};
+  return exchange_->TakeWarnings();
 }
 
 bool Monitor::AllClosed() const {

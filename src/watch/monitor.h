@@ -1,7 +1,8 @@
 // The monitor: every rank's ring under DIR/watch/, looked at every 100 ms (rings that appear
 // later are picked up), analyzed (analyzer.h), new findings appended to DIR/alerts.jsonl.
 // It asks idle ranks for their Python stacks, so that a finding about a rank stuck in Python
-// can show where.
+// can show where. With an exchange directory, it shares what it sees with the monitors of the
+// other hosts (exchange.h) and analyzes their ranks too.
 //
 //   ASSIGN_OR_RETURN(auto monitor, Monitor::Open({"runs/w"}));
 //   while (training runs) {
@@ -18,6 +19,7 @@
 
 #include "upguard/status.h"
 #include "watch/analyzer.h"
+#include "watch/exchange.h"
 #include "watch/ring_reader.h"
 
 namespace upguard::watch {
@@ -28,6 +30,10 @@ struct MonitorOptions {
   // After the job (`upguard watch --analyze`): the look is at the last heartbeat of any rank,
   // nothing is written and no rank is asked for its stack.
   bool post_mortem = false;
+  // Several hosts (exchange.h): each look also writes this host's summary into exchange_dir
+  // and adds the ranks of the other hosts' summaries. Live only.
+  std::string exchange_dir;
+  std::string host_name;  // this host's summary's name there; empty: the hostname
 };
 
 class Monitor {
@@ -45,6 +51,8 @@ class Monitor {
   uint64_t last_look_ns() const { return last_look_ns_; }
   // True when every ring seen says its process ended normally.
   bool AllClosed() const;
+  // Problems that did not stop the look (the exchange's), each once, since the last call.
+  std::vector<std::string> TakeWarnings();
 
  private:
   explicit Monitor(MonitorOptions options)
@@ -60,6 +68,7 @@ class Monitor {
   std::vector<Alert> reported_;
   uint64_t last_look_ns_ = 0;
   std::string hostname_;
+  std::unique_ptr<Exchange> exchange_;  // null without exchange_dir
 };
 
 // The state of process `pid` on this host: running, stopped (state T/t) or gone (none, or a

@@ -8,17 +8,7 @@ namespace {
 
 const char* ProcessName(const RankLook& look) {
   if (look.ring.closed) return "ended";
-  switch (look.process) {
-    case ProcessState::kRunning:
-      return "running";
-    case ProcessState::kStopped:
-      return "stopped";
-    case ProcessState::kGone:
-      return "gone";
-    case ProcessState::kUnknown:
-      break;
-  }
-  return "unknown";
+  return ProcessStateName(look.process);
 }
 
 double Ago(const RingSnapshot& ring, uint64_t monotonic_ns, uint64_t now_ns) {

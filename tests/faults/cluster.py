@@ -269,10 +269,12 @@ class Cluster:
             raise RuntimeError(f"cleanup of cluster {self.rid} failed: {errors}")
 
     def launch(self, script: str, args: Sequence[str] = (), log_dir: Optional[Path] = None,
-               python: str = PYTHON, env: Optional[Dict[str, str]] = None) -> Job:
+               python: str = PYTHON, env: Optional[Dict[str, str]] = None,
+               host_env: Optional[Sequence[Dict[str, str]]] = None) -> Job:
         """One `torchrun --nnodes N --node_rank k` (through torchrun.py) per host inside its
         namespace, rendezvous at host 0, gloo on eth0; stdout and stderr of host k (its rank's
-        too) in log_dir/host<k>.{out,err}. `env` adds to (or overrides) this process's."""
+        too) in log_dir/host<k>.{out,err}. `env` adds to (or overrides) this process's, and
+        `host_env[k]` to host k's (a watch directory of its own, say)."""
         log_dir = Path(log_dir or f"/tmp/{self.netns(0)}-logs")
         log_dir.mkdir(parents=True, exist_ok=True)
         child_env = {**os.environ, "GLOO_SOCKET_IFNAME": "eth0", "TP_SOCKET_IFNAME": "eth0",
@@ -286,7 +288,8 @@ class Cluster:
                        str(script), *map(str, args)]
             with open(log_dir / f"host{host}.out", "wb") as out, \
                     open(log_dir / f"host{host}.err", "wb") as err:
-                procs.append(subprocess.Popen(command, stdout=out, stderr=err, env=child_env,
+                env_k = {**child_env, **(host_env[host] if host_env else {})}
+                procs.append(subprocess.Popen(command, stdout=out, stderr=err, env=env_k,
                                               start_new_session=True))
         job = Job(procs, str(script), log_dir)
         self.jobs.append(job)
