@@ -137,17 +137,15 @@ std::vector<std::string> MainStack(const RingSnapshot& ring) {
 
 }  // namespace
 
-Doing WhatItDoes(const RankLook& look, uint64_t now_ns, const AnalyzerOptions& options) {
-  const RingSnapshot& ring = look.ring;
 bool Unseen(const RankLook& look, uint64_t now_ns, const AnalyzerOptions& options) {
   return look.seen_ns != 0 && Seconds(now_ns - std::min(now_ns, look.seen_ns)) > options.stale_s;
 }
 
+Doing WhatItDoes(const RankLook& look, uint64_t now_ns, const AnalyzerOptions& options) {
+  const RingSnapshot& ring = look.ring;
   const ActivityView& act = ring.activity;
   const std::string where = "at step " + std::to_string(act.step) +
                             (act.last_op.empty() ? "" : ", last op " + act.last_op);
-  const std::string pid = "process " + std::to_string(ring.pid);
-  const double beat_age = Seconds(at - std::min(at, RingRealtime(ring, ring.heartbeat_ns)));
   if (Unseen(look, now_ns, options)) {
     return {"unseen",
             "the monitor of its host " + look.seen_by + " has not reported for " +
@@ -159,6 +157,8 @@ bool Unseen(const RankLook& look, uint64_t now_ns, const AnalyzerOptions& option
   // A rank on another host as its host's monitor last saw it, timed on that host's clock: no
   // delay of the exchange and no offset between the hosts' clocks enters its ages.
   const uint64_t at = look.seen_by.empty() ? now_ns : look.written_ns;
+  const std::string pid = "process " + std::to_string(ring.pid);
+  const double beat_age = Seconds(at - std::min(at, RingRealtime(ring, ring.heartbeat_ns)));
   if (look.process == ProcessState::kGone) {
     return {"exited", pid + " is gone without closing its ring (killed or crashed) " + where, {}};
   }
