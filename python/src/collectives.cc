@@ -93,6 +93,18 @@ std::string CollectiveKind(std::string_view name) {
   return out;
 }
 
+std::string ScopeKind(std::string_view kind) {
+  std::string out(kind);
+  if (out.rfind("sparse", 0) == 0) out.erase(0, 6);
+  for (std::string_view suffix : {"coalesced", "base", "intotensor", "tensor"}) {
+    if (out.size() > suffix.size() &&
+        out.compare(out.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      out.erase(out.size() - suffix.size());
+    }
+  }
+  return out;
+}
+
 namespace {}  // namespace
 
 ThreadCollectives& ThisThread() {

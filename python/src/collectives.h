@@ -82,6 +82,10 @@ std::vector<std::pair<const void*, GroupInfo>> ResolveGroupsNow();
 // "gloo:all_reduce" and "c10d::allreduce_" both become "allreduce": a backend's scope and the
 // op that issued it have the same kind.
 std::string CollectiveKind(std::string_view name);
+// The kind a backend's scope carries for a call of that kind: a variant's suffix or prefix
+// dropped ("allgatherbase", "allgatherintotensorcoalesced" -> "allgather"; gloo opens
+// "gloo:all_gather" for c10d::_allgather_base_), so that either side matches the other.
+std::string ScopeKind(std::string_view kind);
 
 bool IsCollectiveScope(std::string_view name);
 // Whether `name` may be a collective or a wait on one: a prefix test, before the schema lookup.

@@ -29,7 +29,7 @@ namespace {
 // A collective issued and not yet started by its backend: what its scope is matched by.
 struct OpenCall {
   uint64_t entry = 0;
-  std::string kind;            // CollectiveKind of the op
+  std::string kind;            // ScopeKind of the op
   const void* data = nullptr;  // the first tensor's values
 };
 
@@ -157,7 +157,7 @@ void Issue(Feed& feed, const c10::FunctionSchema& schema, c10::ArrayRef<c10::IVa
   issue.call_site = site;
   const uint64_t entry = feed.ring->Issue(issue);
   std::lock_guard<std::mutex> lock(feed.mu);
-  feed.open.push_back(OpenCall{entry, kind, first});
+  feed.open.push_back(OpenCall{entry, ScopeKind(kind), first});
   if (feed.open.size() > 4096) feed.open.pop_front();  // a backend without scopes
 }
 
@@ -222,7 +222,7 @@ std::unique_ptr<at::ObserverContext> OnScopeEnter(const at::RecordFunction& fn) 
   WatchThread& thread = ThisThread();
   auto ctx = std::make_unique<ScopeCtx>();
   if (!thread.issued) thread.worker = true;  // gloo's worker threads; never the issuing one
-  const std::string kind = CollectiveKind(fn.name());
+  const std::string kind = ScopeKind(CollectiveKind(fn.name()));
   const void* first = nullptr;
   try {
     for (const c10::IValue& value : fn.inputs()) {

@@ -130,7 +130,9 @@ std::vector<std::string> MainStack(const RingSnapshot& ring) {
       main = line.find("MainThread") != std::string::npos;
       continue;
     }
-    if (main) frames.push_back(line.substr(line.find_first_not_of(' ')));
+    // A line may be cut (the text is read while the rank may be writing a new answer).
+    const size_t text_at = line.find_first_not_of(' ');
+    if (main && text_at != std::string::npos) frames.push_back(line.substr(text_at));
   }
   return frames;
 }

@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from conftest import PYTHON, REPO, line_of, upguard
+from conftest import PYTHON, REPO, TORCH2, line_of, upguard
 
 sys.path.insert(0, str(REPO / "tests" / "faults"))
 import ring  # noqa: E402
@@ -125,3 +125,26 @@ def test_record_watch_keeps_the_recording_and_adds_the_rings(tmp_path):
                     timeout=300)
     assert again.returncode == 0, again.stderr
     assert not (watched / "watch").exists()
+
+
+def test_every_route_to_a_collective_is_in_the_ring(tmp_path):
+    """The plain API, inference mode (tensors without autograd keys), a subgroup and, on torch
+    2.x, a functional collective and all_gather_into_tensor: each one slot, in order, with its
+    group, op, dtype and size."""
+    run = tmp_path / "paths"
+    script = REPO / "tests" / "e2e" / "watch_paths.py"
+    result = upguard("watch", "-o", run, "--", PYTHON, "-m", "torch.distributed.run",
+                     "--nproc_per_node=2", script, timeout=180)
+    assert result.returncode == 0, result.stderr
+    for rank in (0, 1):
+        mine = ring.read(str(run / "watch" / f"rank{rank}.ring"))
+        calls = [(mine.groups[s.group].members, s.op, s.dtype, s.count) for s in mine.slots
+                 if s.op != "barrier"]
+        expected = [([0, 1], "allreduce", "float32", 8), ([0, 1], "allreduce", "float32", 16),
+                    ([0, 1], "broadcast", "int64", 4)]
+        if TORCH2:
+            expected += [([0, 1], "allreduce", "float32", 32),
+                         ([0, 1], "allgatherbase", "float32", 6)]
+        assert calls == expected
+        assert mine.groups[mine.slots[2].group].name != mine.groups[mine.slots[0].group].name
+        assert all(s.state == 3 for s in mine.slots)  # every one completed

@@ -25,6 +25,14 @@ class Slot:
 
 
 @dataclass
+class Group:
+    name: str
+    backend: str
+    size: int
+    members: List[int]
+
+
+@dataclass
 class Ring:
     rank: int
     pid: int
@@ -34,6 +42,7 @@ class Ring:
     step: int = 0  # steps finished
     step_ends: List[int] = field(default_factory=list)  # CLOCK_MONOTONIC, oldest first
     slots: List[Slot] = field(default_factory=list)
+    groups: List[Group] = field(default_factory=list)
 
     def realtime(self, monotonic_ns: int) -> float:
         """Seconds since the epoch of a CLOCK_MONOTONIC time of this rank."""
@@ -51,11 +60,17 @@ def read(path: str) -> Ring:
     version, _order, _hsize, slot_size, slot_count = struct.unpack_from("<IIIII", data, 8)
     if version != 1:
         raise ValueError(f"{path}: ring version {version}, this reader knows 1")
-    activity, _groups, _stack, slots_at = struct.unpack_from("<QQQQ", data, 32)
+    activity, groups_at, _stack, slots_at = struct.unpack_from("<QQQQ", data, 32)
     rank, _world, _local, pid = struct.unpack_from("<iiii", data, 64)
     start_real, start_mono, _beat, entries = struct.unpack_from("<QQQQ", data, 80)
     closed = struct.unpack_from("<I", data, 116)[0] != 0
     ring = Ring(rank, pid, start_real, start_mono, closed)
+    for group_idx in range(struct.unpack_from("<I", data, 112)[0]):
+        at = groups_at + 256 * group_idx
+        size, stored = struct.unpack_from("<I", data, at + 64)[0], \
+            struct.unpack_from("<I", data, at + 88)[0]
+        ring.groups.append(Group(_text(data[at:at + 48]), _text(data[at + 48:at + 64]), size,
+                                 list(struct.unpack_from(f"<{stored}i", data, at + 96))))
     ring.step = struct.unpack_from("<q", data, activity + 8)[0]
     recorded = struct.unpack_from("<Q", data, activity + 40)[0]
     ends = struct.unpack_from("<32Q", data, activity + 112)
