@@ -97,6 +97,7 @@ bool Take(const Json& value, T* out) {
     }
   } else {
     if (!value.is_number_integer()) return false;
+    if (value.is_number_unsigned() && value.get<uint64_t>() > uint64_t(INT64_MAX)) return false;
     const int64_t wide = value.get<int64_t>();
     if (wide < std::numeric_limits<T>::min() || wide > std::numeric_limits<T>::max()) {
       return false;

@@ -121,6 +121,14 @@ TEST(Summary, ABadDocumentNamesTheFileAndField) {
   EXPECT_NE(message(bad).find("ranks[0].slots[0].group is 9, past the 1 groups"),
             std::string::npos);
   bad = doc;
+  bad["ranks"][0]["activity"]["step"] = UINT64_MAX;
+  EXPECT_NE(message(bad).find("ranks[0].activity.step is missing or not an integer"),
+            std::string::npos);
+  bad = doc;
+  bad["ranks"][0]["groups"][0]["members"] = {0, -1, "2"};
+  EXPECT_NE(message(bad).find("ranks[0].groups[0].members is missing or not an array"),
+            std::string::npos);
+  bad = doc;
   bad["version"] = 2;
   EXPECT_NE(message(bad).find("field version is 2"), std::string::npos);
   auto not_json = SummaryFromJson("{\"format\": ", "x/h.json");
