@@ -188,18 +188,30 @@ void Analyzer::Stalls(const std::vector<RankLook>& ranks, uint64_t now_ns) {
       }
       alert.detail = waits + doing_text;
     } else {
-      // Every member issued it: the transfer itself does not finish.
-      std::vector<int> down, quiet;
+      // Every member issued it: a member that cannot take part any more (stopped, gone, its
+      // heartbeat stale) holds it; else the transfer itself does not finish.
+      std::vector<int> down, quiet, halted;
+      std::string halted_text;
       for (int member : Members(ranks, collective.group)) {
         const RankLook* look = RankOf(ranks, member);
         if (look == nullptr || Unseen(*look, now_ns, options_)) continue;
+        Doing doing = WhatItDoes(*look, now_ns, options_);
+        if (doing.cause == "stopped" || doing.cause == "exited" || doing.cause == "unresponsive") {
+          if (halted.empty()) alert.cause = doing.cause;
+          halted.push_back(member);
+          halted_text += "; rank " + std::to_string(member) + " cannot finish it: " + doing.detail;
+          continue;
+        }
         if (look->ring.net.links > 0 && look->ring.net.links_up < look->ring.net.links) {
           down.push_back(member);
         } else if (!net_moved_[member]) {
           quiet.push_back(member);
         }
       }
-      if (!down.empty()) {
+      if (!halted.empty()) {
+        alert.ranks = halted;
+        alert.detail = waits + "; every rank issued it" + halted_text;
+      } else if (!down.empty()) {
         alert.cause = "link_down";
         alert.ranks = down;
         alert.detail =
