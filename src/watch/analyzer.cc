@@ -338,13 +338,27 @@ void Analyzer::Throughput(const std::vector<RankLook>& ranks, uint64_t now_ns) {
   // The healthy step time is learnt while the steps are healthy and kept during a drop (the
   // ring's last 32 steps fill with slow ones).
   const double now = Median(recent);
-  if (!slow_steps_) base_step_s_ = Median(before);
+  if (!slow_steps_ && slow_since_ns_ == 0) base_step_s_ = Median(before);
   const double base = base_step_s_;
   if (base <= 0) return;
   if (now < options_.throughput_factor * base) {
+    slow_since_ns_ = 0;
     if (slow_steps_ && now < 1.5 * base) slow_steps_ = false;  // recovered: a later drop is new
     if (!slow_steps_) return;
   } else if (!slow_steps_) {
+    // A drop lasts: the slow steps at the end span the persistence time, or the steps were
+    // slow at every look for that long. A hiccup of a few short steps (another process took
+    // the core for 20 ms) is not a drop.
+    if (slow_since_ns_ == 0) slow_since_ns_ = now_ns;
+    double trailing = 0;
+    for (auto step = steps.rbegin(); step != steps.rend(); ++step) {
+      if (*step < options_.throughput_factor * base) break;
+      trailing += *step;
+    }
+    if (trailing < options_.throughput_persist_s &&
+        Seconds(now_ns - slow_since_ns_) < options_.throughput_persist_s) {
+      return;
+    }
     slow_steps_ = true;
     ++drops_;
   }

@@ -12,8 +12,10 @@
 //               it and what it does instead, or, when every rank issued it, the network;
 //   straggler   one rank entered last in most of a group's recent collectives, by a margin;
 //               slow in compute or in communication;
-//   throughput  the recent steps take factor x longer than the earlier ones; whether the time
-//               went to collectives (communication) or between them (compute).
+//   throughput  the recent steps take factor x longer than the earlier ones, for at least
+//               throughput_persist_s (the slow steps span it, or it held at every look);
+//               whether the time went to collectives (communication) or between them
+//               (compute).
 //
 //   Analyzer analyzer(options);
 //   for (const Alert& alert : analyzer.Look(ranks, RealtimeNs())) Print(alert);
@@ -66,6 +68,7 @@ struct AnalyzerOptions {
   double straggler_share = 0.75;
   double throughput_factor = 2.0;
   size_t throughput_min_steps = 8;
+  double throughput_persist_s = 1.0;  // a drop must last this long (throughput, in analyzer.cc)
 };
 
 class Analyzer {
@@ -93,6 +96,7 @@ class Analyzer {
   std::map<int, bool> net_moved_;         // the bytes changed within the last 2 s
   double base_step_s_ = 0;                // the healthy step time
   bool slow_steps_ = false;               // a throughput drop is on
+  uint64_t slow_since_ns_ = 0;            // the steps are slow since this look, not yet a drop
   int drops_ = 0;                         // throughput drops so far: each one is a new finding
   std::map<int, uint64_t> throttled_;     // rank -> its queue disciplines' count at the last look
   std::map<int, uint64_t> throttled_at_;  // rank -> when that count last grew (CLOCK_REALTIME)

@@ -69,5 +69,45 @@ TEST(Analyzer, EveryRankRunningInsideAStuckCollectiveIsTheNetwork) {
   EXPECT_EQ(alerts[0].cause, "network") << alerts[0].detail;
 }
 
+// One rank's look whose step ends are `steps` (seconds each) ending now.
+RankLook Steps(const std::string& name, const std::vector<double>& steps, uint64_t now_mono) {
+  std::vector<RankLook> ranks = BothIssued(name, ProcessState::kRunning);
+  RankLook look = ranks[0];
+  look.ring.slots.clear();
+  uint64_t end = now_mono;
+  std::vector<uint64_t> ends{end};
+  for (auto step = steps.rbegin(); step != steps.rend(); ++step) {
+    end -= uint64_t(*step * 1e9);
+    ends.insert(ends.begin(), end);
+  }
+  look.ring.activity.step_ends = ends;
+  return look;
+}
+
+TEST(Analyzer, AFewSlowShortStepsAreNoThroughputDrop) {
+  std::vector<double> steps(20, 0.005);
+  for (int idx = 0; idx < 4; ++idx) steps.push_back(0.012);  // 48 ms taken by another process
+  Analyzer analyzer;
+  const RankLook look = Steps("hiccup", steps, MonotonicNs());
+  const uint64_t now = RingRealtime(look.ring, MonotonicNs());
+  EXPECT_TRUE(analyzer.Look({look}, now).empty());
+  // Slow at every look for a while: a drop, named once.
+  EXPECT_TRUE(analyzer.Look({look}, now + kSecond / 2).empty());
+  const std::vector<Alert> alerts = analyzer.Look({look}, now + kSecond + kSecond / 10);
+  ASSERT_EQ(alerts.size(), 1u);
+  EXPECT_EQ(alerts[0].trigger, "throughput");
+}
+
+TEST(Analyzer, SlowStepsSpanningASecondAreADropAtOnce) {
+  std::vector<double> steps(20, 0.2);
+  for (int idx = 0; idx < 3; ++idx) steps.push_back(0.5);
+  Analyzer analyzer;
+  const RankLook look = Steps("drop", steps, MonotonicNs());
+  const std::vector<Alert> alerts = analyzer.Look({look}, RingRealtime(look.ring, MonotonicNs()));
+  ASSERT_EQ(alerts.size(), 1u);
+  EXPECT_EQ(alerts[0].trigger, "throughput");
+  EXPECT_NE(alerts[0].detail.find("2.5x"), std::string::npos) << alerts[0].detail;
+}
+
 }  // namespace
 }  // namespace upguard::watch
