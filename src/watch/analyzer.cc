@@ -227,6 +227,8 @@ void Analyzer::Stalls(const std::vector<RankLook>& ranks, uint64_t now_ns) {
         alert.detail = waits + "; every rank issued it and none completed" +
                        (quiet.empty() ? "" : "; no bytes moved on the links of " + RankList(quiet));
       }
+      if (halted.empty())
+        alert.detail += ChannelProgress(ranks, Members(ranks, collective.group), *oldest);
     }
     current_.push_back(alert);
   }

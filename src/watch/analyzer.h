@@ -45,6 +45,13 @@ enum class ProcessState : uint8_t {
 // "running", "stopped", "gone", "unknown": the word the report and the summary use.
 const char* ProcessStateName(ProcessState state);
 
+// A collective as NCCL saw it in a rank's process (the profiler plugin's ring): its
+// communicator's group name ("nccl:<hash>") and the entry with its channel progress.
+struct NcclCall {
+  std::string comm;
+  SlotView slot;
+};
+
 struct RankLook {
   RingSnapshot ring;
   ProcessState process = ProcessState::kUnknown;
@@ -56,6 +63,10 @@ struct RankLook {
   std::string seen_by;
   uint64_t seen_ns = 0;
   uint64_t written_ns = 0;
+  // The NCCL profiler plugin's ring of the same process (rank<N>.nccl.ring,
+  // src/watch/nccl/): NCCL's view of the same collectives, with per-channel progress. Only
+  // the network cause reads it; its collectives are not counted twice.
+  std::vector<NcclCall> nccl;
 };
 
 struct AnalyzerOptions {

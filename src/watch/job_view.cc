@@ -117,6 +117,32 @@ const RankLook* RankOf(const std::vector<RankLook>& ranks, int rank) {
   return nullptr;
 }
 
+std::string ChannelProgress(const std::vector<RankLook>& ranks, const std::vector<int>& members,
+                            const SlotView& slot) {
+  std::string text;
+  for (int member : members) {
+    const RankLook* look = RankOf(ranks, member);
+    if (look == nullptr) continue;
+    for (const NcclCall& call : look->nccl) {
+      if (Done(call.slot) || call.slot.op != slot.op || call.slot.bytes != slot.bytes) continue;
+      std::string channels;
+      for (const ChannelView& channel : call.slot.channels) {
+        if (channel.send_done >= channel.send_steps && channel.recv_done >= channel.recv_steps) {
+          continue;
+        }
+        channels += std::string(channels.empty() ? "" : ", ") + "channel " +
+                    std::to_string(channel.channel) + " sent " + std::to_string(channel.send_done) +
+                    " of " + std::to_string(channel.send_steps) + " steps, received " +
+                    std::to_string(channel.recv_done) + " of " + std::to_string(channel.recv_steps);
+      }
+      text += "; NCCL on rank " + std::to_string(member) + " (" + call.comm + " " + call.slot.op +
+              "): " + (channels.empty() ? "every channel done" : channels);
+      break;
+    }
+  }
+  return text;
+}
+
 namespace {
 
 std::vector<std::string> MainStack(const RingSnapshot& ring) {

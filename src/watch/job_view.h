@@ -42,6 +42,13 @@ bool CountsMayDiffer(const std::string& op);
 // The group's members: the global ranks any ring lists for it (sorted), else every ring.
 std::vector<int> Members(const std::vector<RankLook>& ranks, const std::string& group);
 
+// NCCL's per-channel progress of `slot` (a collective every member issued) on each member
+// whose process has the NCCL profiler plugin: "; NCCL on rank 1 (nccl:5a3f allreduce): channel
+// 1 sent 3 of 8 steps, received 8 of 8". The entry is the oldest of the same op and bytes
+// NCCL has not completed; only channels with steps left are named. Empty without the plugin.
+std::string ChannelProgress(const std::vector<RankLook>& ranks, const std::vector<int>& members,
+                            const SlotView& slot);
+
 // What a rank does now, as the cause of whatever waits on it.
 struct Doing {
   std::string cause;

@@ -17,11 +17,19 @@ namespace fs = std::filesystem;
 constexpr double kAskAfterIdleS = 0.5;  // a rank without an op this long is asked for its stack
 constexpr double kAskEveryS = 1.0;
 
+// "rank<N>.ring" (the adapter's) or "rank<N>.nccl.ring" (the NCCL profiler plugin's).
 bool IsRingName(const std::string& name) {
-  if (name.rfind("rank", 0) != 0 || name.size() <= 9) return false;
-  if (name.compare(name.size() - 5, 5, ".ring") != 0) return false;
-  const std::string digits = name.substr(4, name.size() - 9);
-  return std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(c); });
+  if (name.rfind("rank", 0) != 0) return false;
+  const size_t dot = name.find('.');
+  if (dot == std::string::npos || dot == 4) return false;
+  const std::string suffix = name.substr(dot);
+  if (suffix != ".ring" && suffix != ".nccl.ring") return false;
+  return std::all_of(name.begin() + 4, name.begin() + long(dot),
+                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+}
+
+bool IsNcclRing(const std::string& name) {
+  return name.size() > 10 && name.compare(name.size() - 10, 10, ".nccl.ring") == 0;
 }
 
 }  // namespace
@@ -92,14 +100,29 @@ StatusOr<std::vector<Alert>> Monitor::Poll() {
   RETURN_IF_ERROR(OpenNewRings());
   ranks_.clear();
   uint64_t latest_beat = 0;
+  std::vector<RingSnapshot> nccl;
   for (const auto& [name, reader] : readers_) {
-    (void)name;
+    if (IsNcclRing(name)) {
+      nccl.push_back(reader->Snapshot());
+      continue;
+    }
     RankLook look;
     look.ring = reader->Snapshot();
     look.process =
         look.ring.hostname == hostname_ ? LocalProcessState(look.ring.pid) : ProcessState::kUnknown;
     latest_beat = std::max(latest_beat, RingRealtime(look.ring, look.ring.heartbeat_ns));
     ranks_.push_back(std::move(look));
+  }
+  // The plugin's ring joins its process's look (it has no heartbeat of its own to be judged
+  // by; a process with the plugin and without the adapter is not watched).
+  for (RingSnapshot& ring : nccl) {
+    for (RankLook& look : ranks_) {
+      if (look.ring.rank != ring.rank || look.ring.pid != ring.pid) continue;
+      for (SlotView& slot : ring.slots) {
+        std::string comm = slot.group < ring.groups.size() ? ring.groups[slot.group].name : "?";
+        look.nccl.push_back({std::move(comm), std::move(slot)});
+      }
+    }
   }
   const uint64_t now = options_.post_mortem ? latest_beat : RealtimeNs();
   if (exchange_ != nullptr) {
