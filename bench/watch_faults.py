@@ -3,8 +3,8 @@
 For each fault kind and cluster size (each rank a network namespace of its own:
 tests/faults/cluster.py), the time from the fault to the first alert and to the alert naming
 the right rank and cause; then healthy training for --healthy seconds, which must raise no
-alert; then the watch's overhead on the DDP GPT (bench/watch_overhead.py, side by side). Root
-only. Prints Markdown.
+alert; then the watch's overhead on the DDP GPT (bench/watch_overhead.py, side by side), and
+the monitor's report of the SIGSTOP case. Root only. Prints Markdown.
 
     /usr/bin/python3 bench/watch_faults.py --build build/release [--hosts 2 3 4] [--healthy 600]
 """
@@ -40,6 +40,7 @@ def main() -> None:
     lines = ["| fault (on rank 1) | hosts | first alert (s) | right cause (s) | trigger | cause | "
              "ranks | result |", "|---|---:|---:|---:|---|---|---|---|"]
     misses = []
+    sigstop_report = ""
     with tempfile.TemporaryDirectory() as tmp:
         for hosts in args.hosts:
             for name, case in CASES.items():
@@ -50,6 +51,8 @@ def main() -> None:
                       and result.first["ranks"] == [1])
                 if not ok:
                     misses.append(f"{name} on {hosts} hosts")
+                if name == "sigstop" and not sigstop_report:
+                    sigstop_report = result.report
                 lines.append(f"| {name} | {hosts} | {seconds(result.alert_s)} | "
                              f"{seconds(result.cause_s)} | {found.get('trigger', '-')} | "
                              f"{found.get('cause', '-')} | {found.get('ranks', '-')} | "
@@ -75,6 +78,9 @@ def main() -> None:
                      f"target <= 1.01x: **{'PASS' if measured['ratio'] <= 1.01 else 'MISS'}**.")
     except (IndexError, ValueError, KeyError):
         lines.append(f"Overhead: not measured ({overhead.stderr[-500:]})")
+    if sigstop_report:
+        lines += ["", f"The monitor's report of the sigstop case ({args.hosts[0]} hosts), as it "
+                  "printed it when stopped:", "", "```", sigstop_report.rstrip(), "```"]
     print("\n".join(lines))
 
 

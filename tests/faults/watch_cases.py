@@ -67,6 +67,7 @@ class Result:
     first: Optional[dict] = None
     right: Optional[dict] = None
     alerts: List[dict] = field(default_factory=list)
+    report: str = ""  # the monitor's text report when it was stopped
 
     @property
     def correct(self) -> bool:
@@ -93,13 +94,14 @@ def _read_ring(run_dir: Path, rank: int) -> Optional[ring.Ring]:
         return None
 
 
-def _stop(monitor: subprocess.Popen) -> None:
-    """Ends `upguard watch --attach` as Ctrl-C does (it prints its report)."""
+def _stop(monitor: subprocess.Popen) -> str:
+    """Ends `upguard watch --attach` as Ctrl-C does; returns the report it prints."""
     monitor.send_signal(signal.SIGINT)
     try:
-        monitor.communicate(timeout=10)
+        return monitor.communicate(timeout=10)[0]
     except subprocess.TimeoutExpired:
         monitor.kill()
+        return ""
 
 
 def _planted_start(case: Case, run_dir: Path) -> Optional[float]:
@@ -165,7 +167,7 @@ def run_case(name: str, build: Path, workdir: Path, hosts: int = 2,
                         result.right, result.cause_s = alert, max(0.0, at)
                         break
         finally:
-            _stop(monitor)
+            result.report = _stop(monitor)  # the ranks as the fault left them
             job.kill()
     return result
 
