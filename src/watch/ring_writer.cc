@@ -23,7 +23,7 @@ uint64_t ClockNs(clockid_t clock) {
 template <size_t N>
 void CopyText(char (&out)[N], std::string_view text) {
   size_t used = std::min(text.size(), N - 1);
-  std::memcpy(out, text.data(), used);
+  if (used != 0) std::memcpy(out, text.data(), used);  // an empty view's data() may be null
   std::memset(out + used, 0, N - used);
 }
 
@@ -286,7 +286,7 @@ uint64_t RingWriter::StackRequest() const {
 void RingWriter::AnswerStack(uint64_t request, std::string_view text) {
   RingStack& out = stack();
   const size_t used = std::min(text.size(), sizeof(out.text) - 1);
-  std::memcpy(out.text, text.data(), used);
+  if (used != 0) std::memcpy(out.text, text.data(), used);
   out.text[used] = '\0';
   out.length = uint32_t(used);
   StoreRelease(out.answered_ns, MonotonicNs());
