@@ -77,6 +77,12 @@ constexpr bool WorkRunning(CallState state) {
          state == CallState::kSettled;
 }
 
+// A completion is digesting the tensors the work wrote; it writes the record when done.
+constexpr bool Digesting(CallState state) {
+  return state == CallState::kCompleting || state == CallState::kCompletingAfterReturn ||
+         state == CallState::kReturnedWhileCompleting;
+}
+
 // The state after `event` (the table above); `state` itself when the event is ignored.
 constexpr CallState NextCallState(CallState state, CallEvent event) {
   using S = CallState;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -243,6 +244,7 @@ void CollectiveTable::Complete(const std::shared_ptr<CollectiveCall>& call, Reco
     if (call->state == CallState::kFinished) WriteLocked(*call, !call->failed);
   }
   DropFinishedLocked();
+  digested_.notify_all();
 }
 
 void CollectiveTable::Reset() {
@@ -439,7 +441,17 @@ bool InFlight(const at::Tensor& tensor) {
 void CollectiveTable::Flush(Recorder* recorder) {
   std::vector<std::shared_ptr<CollectiveCall>> finished;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
+    // A completion digesting what the work wrote (on the backend's thread, whose scope ended
+    // after the program saw the work's future done and went on) writes the record itself: the
+    // step's end waits for it rather than writing as not completed a collective the program
+    // waited for (seen under load: a false origin across ranks). Bounded: a digest is fast.
+    digested_.wait_for(lock, std::chrono::seconds(10), [&] {
+      return std::none_of(open_.begin(), open_.end(),
+                          [&](const std::shared_ptr<CollectiveCall>& call) {
+                            return call->recorder == recorder && Digesting(call->state);
+                          });
+    });
     for (const std::shared_ptr<CollectiveCall>& call : open_) {
       // Returned, recorded and not written yet: written as not completed.
       if (call->recorder == recorder && Accepts(call->state, CallEvent::kWrittenIncomplete)) {

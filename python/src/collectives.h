@@ -47,6 +47,7 @@
 #include <ATen/record_function.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -184,6 +185,8 @@ class CollectiveTable {
   std::vector<std::shared_ptr<CollectiveCall>> Waited(c10::ArrayRef<const c10::IValue> inputs);
 
   std::mutex mu_;
+  // Notified when a completion has digested its tensors (Flush waits for those in progress).
+  std::condition_variable digested_;
   std::unordered_map<const void*, GroupInfo> groups_;
   std::unordered_map<const void*, uint64_t> counters_;  // per group: calls so far
   std::deque<std::shared_ptr<CollectiveCall>> open_;    // launched, not kFinished
