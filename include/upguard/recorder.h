@@ -84,6 +84,10 @@ struct RecorderOptions {
   int rank = 0;
   int world_size = 1;
   StepRange steps;
+  // Fingerprint the steps outside `steps` instead of skipping them: such a step records only
+  // the fingerprint pseudo-ops (IsFingerprintOp) and its StepEnd says so (kStepFingerprint).
+  // `upguard record --fingerprint` (without --steps, `steps` is empty: every step).
+  bool fingerprint = false;
   int max_depth = -1;  // record ops nested at most this deep; -1 = every depth
   // Glob patterns ('*' and '?') over op names; an op is recorded if it matches any. Empty = all.
   std::vector<std::string> ops;
@@ -98,6 +102,11 @@ struct RecorderOptions {
   std::string against;
   std::shared_ptr<OpObserver> observer;
 };
+
+// The pseudo-ops a fingerprint step records, in the order a step records them: the random
+// state as the step starts, the batch, the loss of each backward, the gradients and the model
+// state as it ends (upguard::rng_state, ::batch, ::loss, ::grads, ::state).
+bool IsFingerprintOp(std::string_view op);
 
 // Parses "A:B", "A:", ":B" or "N" (just step N) into a StepRange; errors name the text.
 StatusOr<StepRange> ParseStepRange(std::string_view text);
@@ -134,8 +143,11 @@ class Recorder {
   ~Recorder();
 
   // Cheap pre-checks before digesting anything. StepWanted: recording is enabled and the
-  // current step is in range. Wants: that, and the depth and op filters pass.
+  // current step is in range. Wants: that, and the depth and op filters pass; in a
+  // fingerprint step, only for the fingerprint pseudo-ops (every filter aside).
   bool StepWanted() const;
+  // Recording is enabled and the current step is a fingerprint step.
+  bool FingerprintStep() const;
   bool Wants(std::string_view op, uint32_t depth) const;
 
   // Digests `args` now (e.g. inputs at op entry). The result feeds Record().

@@ -57,6 +57,8 @@ bool Active();
 // An explicit step boundary. After the first call, Optimizer.step no longer ends steps.
 void MarkStep();
 int64_t CurrentStep();
+// Recording, and the current step is a fingerprint step (`upguard record --fingerprint`).
+bool FingerprintStep();
 uint64_t OpsRecorded();
 std::string TracePath();
 
@@ -75,6 +77,10 @@ struct HostTensor {
 // inputs of a pseudo-op `upguard::batch`, so the diff can say "the input batch differs".
 // Called with the GIL held; the tensors must stay alive during the call.
 void RecordModelInputs(const std::vector<HostTensor>& tensors);
+
+// The tensors a backward starts from (the loss), in a fingerprint step only (`upguard record
+// --fingerprint`): the inputs of a pseudo-op `upguard::loss`. Called with the GIL held.
+void RecordLoss(const std::vector<HostTensor>& tensors);
 
 // Forward module scope of the calling thread ("blocks.1.mlp.act"), for the module call whose
 // Python frame is `frame` (compared by address only; the caller keeps it alive while the call

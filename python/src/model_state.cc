@@ -77,14 +77,17 @@ RecordedState RecordModelState(Recorder* recorder, const std::vector<NamedTensor
     batch.args[idx].known = nullptr;
   }
   std::vector<ArgRecord> inputs = recorder->DigestArgs(batch.args);
-  for (size_t idx = 0; idx < inputs.size(); ++idx) {
+  // A fingerprint step saw none of the writes: its cached digests are not evidence of any, and
+  // the cache is dropped at its end (steps.cc EndStep).
+  const bool fingerprint = recorder->FingerprintStep();
+  for (size_t idx = 0; idx < inputs.size() && !fingerprint; ++idx) {
     if (!cached[idx] || *cached[idx] == inputs[idx].digest || batch.tensors[idx] == nullptr) {
       continue;
     }
     Digests().Invalidate(*batch.tensors[idx]);
     WarnStale(batch.args[idx].name, static_cast<uint32_t>(recorder->step()));
   }
-  RememberDigests(batch, inputs);
+  if (!fingerprint) RememberDigests(batch, inputs);
   static const OpInfo kReadsOnly;  // writes nothing: held by reference
   RecordedState out;
   out.held = HoldInputs(kReadsOnly, batch, inputs, recorder->step(), recorder->ops_in_step(),
@@ -97,6 +100,24 @@ RecordedState RecordModelState(Recorder* recorder, const std::vector<NamedTensor
     out.stop_after_capture = WriteCaptureIfSelected(out.recorded, event, out.held, ArgBatch{}, {});
   }
   return out;
+}
+
+void RecordGradients(Recorder* recorder, const std::vector<NamedTensor>& tensors) {
+  if (!recorder->FingerprintStep() || !recorder->Wants(kGradsOp, 0)) return;
+  std::deque<c10::IValue> values;  // what batch.tensors point into
+  ArgBatch batch;
+  for (const NamedTensor& named : tensors) {
+    if (named.role != TensorRole::kGradient) continue;
+    values.emplace_back(named.tensor);
+    AppendTensorValues(values.back(), named.name, &batch);
+  }
+  if (batch.args.empty()) return;
+  for (Arg& arg : batch.args) arg.known = nullptr;
+  OpEvent event;
+  event.op = kGradsOp;
+  event.phase = Phase::kOther;
+  event.inputs = std::move(batch.args);
+  recorder->Record(event);
 }
 
 }  // namespace upguard::torch_adapter

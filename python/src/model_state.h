@@ -23,6 +23,8 @@
 namespace upguard::torch_adapter {
 
 inline constexpr std::string_view kStateOp = "upguard::state";
+inline constexpr std::string_view kGradsOp = "upguard::grads";
+inline constexpr std::string_view kLossOp = "upguard::loss";
 
 struct NamedTensor {
   std::string name;
@@ -48,5 +50,9 @@ struct RecordedState {
 // writes its capture when a selector chooses it (`upguard diff --explain` on a state verdict
 // shows which elements differ).
 RecordedState RecordModelState(Recorder* recorder, const std::vector<NamedTensor>& tensors);
+
+// In a fingerprint step: records `upguard::grads` with every gradient of `tensors`, hashed now
+// (never from the digest cache: no op of the step was recorded). Nothing without gradients.
+void RecordGradients(Recorder* recorder, const std::vector<NamedTensor>& tensors);
 
 }  // namespace upguard::torch_adapter

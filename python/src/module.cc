@@ -59,6 +59,7 @@ struct StartOptions {
   int max_depth = -1;                // -1 = every depth
   std::vector<std::string> ops;      // op-name globs; empty = every op
   bool stats = true;
+  bool fingerprint = false;  // fingerprint the steps outside `steps` (every step without it)
   std::string engine_meta_json = "{}";
   std::vector<std::string> skip_prefixes;  // frames under these files are not user code
   std::string cwd;                         // call sites under it are shown relative to it
@@ -74,7 +75,10 @@ StatusOr<AdapterOptions> ToAdapterOptions(const StartOptions& start) {
   options.recorder.world_size = start.world_size;
   if (start.steps && !start.steps->empty()) {
     ASSIGN_OR_RETURN(options.recorder.steps, ParseStepRange(*start.steps));
+  } else if (start.fingerprint) {
+    options.recorder.steps = StepRange{0, 0};  // no step in full: every one a fingerprint
   }
+  options.recorder.fingerprint = start.fingerprint;
   options.recorder.max_depth = start.max_depth;
   options.recorder.ops = start.ops;
   options.recorder.stats = start.stats;
@@ -115,6 +119,7 @@ void BindStartOptions(py::module_& m) {
       .def_readwrite("max_depth", &StartOptions::max_depth)
       .def_readwrite("ops", &StartOptions::ops)
       .def_readwrite("stats", &StartOptions::stats)
+      .def_readwrite("fingerprint", &StartOptions::fingerprint)
       .def_readwrite("engine_meta_json", &StartOptions::engine_meta_json)
       .def_readwrite("skip_prefixes", &StartOptions::skip_prefixes)
       .def_readwrite("cwd", &StartOptions::cwd)
@@ -134,12 +139,20 @@ DType DTypeFromName(const std::string& name) {
 using HostTensorTuple =
     std::tuple<std::string, uintptr_t, std::string, std::vector<int64_t>, std::vector<int64_t>>;
 
-void RecordModelInputsFromPython(const std::vector<HostTensorTuple>& items) {
+std::vector<HostTensor> ToHostTensors(const std::vector<HostTensorTuple>& items) {
   std::vector<HostTensor> tensors;
   for (const auto& [name, data, dtype, sizes, strides] : items) {
     tensors.push_back(HostTensor{name, data, DTypeFromName(dtype), sizes, strides});
   }
-  RecordModelInputs(tensors);
+  return tensors;
+}
+
+void RecordModelInputsFromPython(const std::vector<HostTensorTuple>& items) {
+  RecordModelInputs(ToHostTensors(items));
+}
+
+void RecordLossFromPython(const std::vector<HostTensorTuple>& items) {
+  RecordLoss(ToHostTensors(items));
 }
 
 // The C++ object behind a pybind11 instance of a type registered by another module (torch's
@@ -227,6 +240,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("trace_path", &adapter::TracePath);
   m.def("refresh_tensor_names", &adapter::RefreshTensorNames);
   m.def("record_model_inputs", &adapter::RecordModelInputsFromPython, py::arg("tensors"));
+  m.def("record_loss", &adapter::RecordLossFromPython, py::arg("tensors"));
+  m.def("fingerprint_step", &adapter::FingerprintStep);
   m.def(
       "enter_module",
       [](const std::string& path, const py::object& frame) {

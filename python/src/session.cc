@@ -141,6 +141,11 @@ bool Active() { return Session::Active() != nullptr; }
 
 int64_t CurrentStep() { return Session::LatestStep(); }
 
+bool FingerprintStep() {
+  Session* session = Session::Active();
+  return session != nullptr && session->recorder()->FingerprintStep();
+}
+
 uint64_t OpsRecorded() { return Session::LatestOpsRecorded(); }
 
 std::string TracePath() { return Session::LatestTracePath(); }

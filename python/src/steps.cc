@@ -36,11 +36,12 @@ void RecordRngState(Session& session) {
 void RecordModelStateAtStepEnd(Session& session) {
   Recorder* recorder = session.recorder();
   ThreadState& ts = Tls();
-  if (ts.busy || !recorder->StepWanted()) return;
+  if (ts.busy || !(recorder->StepWanted() || recorder->FingerprintStep())) return;
   ts.busy = true;
   RecordedState recorded;
   try {
     const std::vector<NamedTensor> tensors = ReadModelTensors();
+    if (recorder->FingerprintStep()) RecordGradients(recorder, tensors);
     if (!tensors.empty()) recorded = RecordModelState(recorder, tensors);
     ResetTensorNames(tensors);  // gradients and state made in this step are named from now on
   } catch (const std::exception& e) {
@@ -60,10 +61,16 @@ void EndStep(Session& session) {
   Recorder* recorder = session.recorder();
   session.collectives().Flush(recorder);
   RecordModelStateAtStepEnd(session);
+  // A fingerprint step's ops ran unseen, writes included: no cached digest outlives it.
+  const bool fingerprint = recorder->FingerprintStep();
   recorder->MarkStep();
   session.ForgetStep();
   Uninit().DropExpired();
-  Digests().Trim();
+  if (fingerprint) {
+    Digests().Clear();
+  } else {
+    Digests().Trim();
+  }
   if (session.distributed() && session.distributed()->agree(recorder->step() - 1)) {
     Session::CloseAndExit(
         "as another rank diverged from the reference (the ranks stop together at "
@@ -81,17 +88,21 @@ void MarkStep() {
   EndStep(*session);
 }
 
-void RecordModelInputs(const std::vector<HostTensor>& tensors) {
-  constexpr std::string_view kOp = "upguard::batch";
+namespace {
+
+// Records `op` with `tensors` (from Python) as its inputs, at the caller's call site.
+void RecordHostTensors(std::string_view op, Phase phase, const std::vector<HostTensor>& tensors,
+                       bool fingerprint_only) {
   Session* session = Session::Active();
-  if (session == nullptr || !session->recorder()->Wants(kOp, 0)) return;
+  if (session == nullptr || !session->recorder()->Wants(op, 0)) return;
   Recorder* recorder = session->recorder();
+  if (fingerprint_only && !recorder->FingerprintStep()) return;
   ThreadState& ts = Tls();
   if (ts.busy) return;
   if (!session->rng_recorded()) RecordRngState(*session);
   OpEvent event;
-  event.op = kOp;
-  event.phase = Phase::kForward;
+  event.op = op;
+  event.phase = phase;
   event.call_site = Pooled(CurrentCallSite());
   for (const HostTensor& tensor : tensors) {
     TensorView view;
@@ -108,6 +119,16 @@ void RecordModelInputs(const std::vector<HostTensor>& tensors) {
   const RecordedOp recorded = recorder->Record(event);
   // A pseudo-op has no tensors of its own to capture: the message and the stop only.
   if (recorded.diverged) OnDivergence(*session, recorded, event, HeldInputs{}, ArgBatch{}, {});
+}
+
+}  // namespace
+
+void RecordModelInputs(const std::vector<HostTensor>& tensors) {
+  RecordHostTensors("upguard::batch", Phase::kForward, tensors, /*fingerprint_only=*/false);
+}
+
+void RecordLoss(const std::vector<HostTensor>& tensors) {
+  RecordHostTensors(kLossOp, Phase::kBackward, tensors, /*fingerprint_only=*/true);
 }
 
 }  // namespace upguard::torch_adapter

@@ -118,6 +118,7 @@ def _start_from_env() -> None:
         max_depth=int(depth) if depth else None,
         ops=ops,
         stats=os.environ.get("UPGUARD_RECORD_STATS", "1") != "0",
+        fingerprint=os.environ.get("UPGUARD_RECORD_FINGERPRINT", "0") == "1",
         capture=os.environ.get("UPGUARD_RECORD_CAPTURE") or None,
         against=os.environ.get("UPGUARD_RECORD_AGAINST") or None,
         continue_after_divergence=os.environ.get("UPGUARD_RECORD_CONTINUE", "0") == "1",

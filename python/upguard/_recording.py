@@ -16,6 +16,7 @@ if mismatch_message(torch.__version__) is not None:  # before _C, which would fa
 from upguard import _C  # noqa: E402
 from upguard import _compiled
 from upguard._meta import backend_flags, engine_meta_json
+from upguard._loss import LossHook
 from upguard._modules import ModuleScopes
 from upguard._state import REGISTRY
 
@@ -43,7 +44,7 @@ class Recording:
 
     def __init__(self, run_dir: str, *, steps: Union[str, None] = None,
                  max_depth: Optional[int] = None, ops: Sequence[str] = (), stats: bool = True,
-                 rank: Optional[int] = None, world_size: Optional[int] = None,
+                 fingerprint: bool = False, rank: Optional[int] = None, world_size: Optional[int] = None,
                  capture: Optional[str] = None, against: Optional[str] = None,
                  continue_after_divergence: bool = False) -> None:
         self.run_dir = os.path.abspath(run_dir)
@@ -51,6 +52,8 @@ class Recording:
         self.max_depth = -1 if max_depth is None else int(max_depth)
         self.ops = list(ops)
         self.stats = stats
+        self.fingerprint = fingerprint
+        self._loss = LossHook()
         self.capture = capture or ""
         self.against = os.path.abspath(against) if against else ""
         self.continue_after_divergence = continue_after_divergence
@@ -75,6 +78,8 @@ class Recording:
         REGISTRY.install()
         self._scopes.install()
         _compiled.install(on_module=REGISTRY.add_root)
+        if self.fingerprint:
+            self._loss.install()
         self._running = True
         _active = self
         return self
@@ -88,6 +93,7 @@ class Recording:
         options.max_depth = self.max_depth
         options.ops = self.ops
         options.stats = self.stats
+        options.fingerprint = self.fingerprint
         options.engine_meta_json = engine_meta_json()
         options.skip_prefixes = [_TORCH_DIR + os.sep, _UPGUARD_DIR + os.sep]
         options.cwd = os.getcwd()
@@ -103,6 +109,7 @@ class Recording:
         self._running = False
         _active = None
         _compiled.remove()
+        self._loss.remove()
         self._scopes.remove()
         # Thread counts, backend flags etc. as they are now, for the setup check (reading them
         # runs no torch op), and the flags as step 0 began. A program ending by an uncaught
@@ -132,7 +139,9 @@ def record(run_dir: str, **options: object) -> Recording:
 
     Options: ``steps="A:B"`` (record steps A..B-1; also "N", "A:", ":B"), ``max_depth=0`` (only
     ops called from user code; default: every nested op), ``ops=["aten::*mm*"]`` (op-name
-    globs), ``stats=False`` (digests only), ``rank`` / ``world_size`` (default: $RANK,
+    globs), ``stats=False`` (digests only), ``fingerprint=True`` (a fingerprint of each step
+    outside ``steps`` instead of nothing: loss, batch, random state, gradients, parameters and
+    optimizer state; every step without ``steps``), ``rank`` / ``world_size`` (default: $RANK,
     $WORLD_SIZE), ``capture="step=2,index=731"`` (write the selected ops' full tensors to
     ``run_dir/captures/``; the selector syntax is in docs/cli.md), ``against="runs/a"`` (compare
     each op with that reference run as it is recorded; at the first divergence capture its

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/fingerprint_check.h"
 #include "analysis/setup_check.h"
 #include "analysis/tolerant_compare.h"
 
@@ -52,6 +53,7 @@ StatusOr<Conclusion> ConcludeDiff(const Run& a, const Run& b, const ConcludeOpti
   Conclusion conclusion;
   ASSIGN_OR_RETURN(conclusion.result, DiffRuns(a, b, diff));
   ApplySetupChecks(a, b, &conclusion.result);
+  RETURN_IF_ERROR(ApplyFingerprintCheck(a, b, &conclusion.result));
   RETURN_IF_ERROR(OrderAcrossRanks(a, b, &conclusion));
   RETURN_IF_ERROR(ExplainConclusion(a, b, options, &conclusion));
   return conclusion;
@@ -67,7 +69,8 @@ Status ExplainConclusion(const Run& a, const Run& b, const ConcludeOptions& opti
   }
   for (const RankDiff& rank : result.ranks) candidates.push_back(&rank);
   for (const RankDiff* rank : candidates) {
-    if (!rank->numeric) continue;
+    // A fingerprint step recorded no op to capture: its ops are recorded in full first.
+    if (!rank->numeric || rank->fingerprint) continue;
     ASSIGN_OR_RETURN(conclusion->explained, options.explain(a, b, *rank));
     if (options.policy) {
       const RankTrace& trace = a.ranks[rank->rank];

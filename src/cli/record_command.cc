@@ -33,6 +33,11 @@ options:
                      (rank<N>.ugt, meta.json, online*.json, its captures/ and explain/,
                      watch/ and alerts.jsonl)
   --steps RANGE      record only steps A..B-1 ("A:B"), step N ("N"), "A:" or ":B"
+  --fingerprint      record a fingerprint of every step instead of its ops (the loss, the
+                     batch, the random state, every gradient, parameter and optimizer state
+                     tensor after the step): a few KB a step, so it can stay on for the whole
+                     run; with --steps, the steps outside RANGE are fingerprinted and those in
+                     it recorded in full. `upguard diff` names the first divergent step
   --max-depth N      record ops nested at most N deep; 0 = only ops called from user code
                      (default: every nested op, which pins a culprit inside composite ops)
   --ops GLOBS        record only ops whose names match one of these comma-separated globs
@@ -69,6 +74,7 @@ StatusOr<int> RunRecordCommand(int argc, char** argv) {
   Flags flags("record", {{"out", 'o', true},
                          {"overwrite", 0, false},
                          {"steps", 0, true},
+                         {"fingerprint", 0, false},
                          {"max-depth", 0, true},
                          {"ops", 0, true},
                          {"no-stats", 0, false},
@@ -100,6 +106,13 @@ StatusOr<int> RunRecordCommand(int argc, char** argv) {
   }
   ASSIGN_OR_RETURN(int64_t max_depth, flags.GetInt("max-depth", -1));
   if (max_depth < -1) return InvalidArgument("--max-depth must be 0 or more");
+  request.fingerprint = flags.Has("fingerprint");
+  if (request.fingerprint && flags.Has("against")) {
+    return InvalidArgument(
+        "--fingerprint does not go with --against: an online comparison compares every op; "
+        "record the reference and the candidate with --fingerprint and compare them with "
+        "`upguard diff`");
+  }
   request.max_depth = static_cast<int>(max_depth);
   request.ops = flags.Get("ops");
   request.stats = !flags.Has("no-stats");

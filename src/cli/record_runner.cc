@@ -30,6 +30,7 @@ void SetChildEnvironment(const RecordRequest& request, const std::string& abs_di
   setenv("PYTHONPATH", python_path.c_str(), 1);
   setenv("UPGUARD_RECORD_DIR", abs_dir.c_str(), 1);
   setenv("UPGUARD_RECORD_STEPS", request.steps.c_str(), 1);
+  setenv("UPGUARD_RECORD_FINGERPRINT", request.fingerprint ? "1" : "0", 1);
   setenv("UPGUARD_RECORD_MAX_DEPTH",
          request.max_depth < 0 ? "" : std::to_string(request.max_depth).c_str(), 1);
   setenv("UPGUARD_RECORD_OPS", request.ops.c_str(), 1);

@@ -16,6 +16,9 @@ struct RecordRequest {
   bool overwrite = false;
   std::vector<std::string> command;
   std::string steps;  // "" = all
+  // Fingerprint the steps outside `steps` (every step without it) instead of skipping them
+  // (`record --fingerprint`, docs/long-runs.md).
+  bool fingerprint = false;
   int max_depth = -1;
   std::string ops;  // comma-separated globs
   bool stats = true;

@@ -162,7 +162,9 @@ Status RankWalk::WalkStep(const std::shared_ptr<const StepOps>& step_a,
     if (absorbed()) continue;
     pair.Settle(&numeric);
     if (absorbed()) continue;
-    if (numeric.first_bad_input) {
+    // A fingerprint step recorded no op that could have produced a differing input.
+    const bool fingerprint = step_a->end && (step_a->end->flags & kStepFingerprint) != 0;
+    if (numeric.first_bad_input && !fingerprint) {
       const ArgComparison& slot = numeric.inputs[*numeric.first_bad_input];
       if (slot.a != nullptr) {
         ASSIGN_OR_RETURN(numeric.producer_a,
@@ -236,6 +238,10 @@ Verdict RankVerdict(const RankDiff& diff) {
   return diff.structural ? Verdict::kStructural : Verdict::kIdentical;
 }
 
+bool IsFingerprint(const StepInfo& info) {
+  return info.end && (info.end->flags & kStepFingerprint) != 0;
+}
+
 bool StepsIdentical(const StepInfo& sa, const StepInfo& sb) {
   return sa.end && sb.end && sa.end->op_count == sb.end->op_count &&
          sa.end->digest == sb.end->digest;
@@ -292,6 +298,8 @@ StatusOr<RankDiff> DiffRank(const RankTrace& ta, const RankTrace& tb, const Diff
   RankWalk walk(ta, tb, options, &diff);
   if (index_a != nullptr && index_b != nullptr) raw.emplace(ta.strings(), tb.strings());
   std::optional<uint32_t> digests_differ;  // the first step whose step digests differ
+  uint64_t mixed = 0;  // steps one run fingerprinted (record --fingerprint) and one recorded
+  uint32_t mixed_first = 0;
   // Steps are indexed as the walk reaches them, so a step is compared while its pages are
   // mapped and cached.
   for (size_t ia = 0;; ++ia) {
@@ -301,6 +309,10 @@ StatusOr<RankDiff> DiffRank(const RankTrace& ta, const RankTrace& tb, const Diff
     ASSIGN_OR_RETURN(const std::optional<size_t> ib, tb.FindStep(sa.step));
     if (!ib) continue;
     const StepInfo sb = tb.steps()[*ib];
+    if (IsFingerprint(sa) != IsFingerprint(sb)) {  // different ops were recorded: not comparable
+      if (mixed++ == 0) mixed_first = sa.step;
+      continue;
+    }
     if (!diff.first_step) diff.first_step = sa.step;
     diff.last_step = sa.step;
     ++diff.steps_compared;
@@ -333,6 +345,13 @@ StatusOr<RankDiff> DiffRank(const RankTrace& ta, const RankTrace& tb, const Diff
   // Damage past the steps compared still counts: index both traces to the end.
   RETURN_IF_ERROR(ta.IndexAll());
   RETURN_IF_ERROR(tb.IndexAll());
+  if (mixed > 0) {
+    diff.notes.push_back(std::to_string(mixed) + " step(s) from step " +
+                         std::to_string(mixed_first) +
+                         " on were recorded in full in one run and as a fingerprint in the "
+                         "other (record --fingerprint --steps): not compared; record both runs "
+                         "with the same --steps");
+  }
   NoteIncomplete(ta, "compared", &diff.notes);
   NoteIncomplete(tb, "compared", &diff.notes);
   walk.Finish();
@@ -368,6 +387,8 @@ std::string_view VerdictName(Verdict verdict) {
       return "unattributed";
     case Verdict::kState:
       return "state";
+    case Verdict::kStep:
+      return "step";
   }
   return "unknown";
 }

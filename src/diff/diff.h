@@ -71,6 +71,11 @@ enum class Verdict : uint8_t {
   // The first difference is a tensor of the model (parameter, buffer, optimizer state) at a
   // step's end that no recorded op's output showed (analysis/state_check.h).
   kState = 8,
+  // Fingerprint runs (`record --fingerprint`): the first divergent step, where the loss, the
+  // gradients or the model state differ first; its ops were not recorded
+  // (analysis/fingerprint_check.h). A random state or batch that differs first there stays
+  // kRng / kData.
+  kStep = 9,
 };
 std::string_view VerdictName(Verdict verdict);  // "identical", "culprit", ...
 
@@ -199,6 +204,24 @@ struct StructuralSummary {
   size_t other_b = 0;
 };
 
+// What differs in the first divergent step of fingerprint runs (analysis/fingerprint_check.h).
+struct FingerprintDivergence {
+  uint32_t step = 0;
+  // What differs first, in the order a step records it: "random state", "batch", "loss",
+  // "gradients", "model state".
+  std::string first;
+  bool rng_differs = false;
+  bool batch_differs = false;
+  // The loss of each backward of the step, in each run ("2.30258512"; "?" without statistics).
+  std::vector<std::string> loss_a;
+  std::vector<std::string> loss_b;
+  bool loss_differs = false;
+  std::vector<std::string> grads_differ;  // the gradients that differ, by name, in order
+  size_t grads = 0;                       // gradients in the step's fingerprint
+  std::vector<std::string> state_differ;  // parameters, buffers, optimizer state
+  size_t state = 0;
+};
+
 struct RankDiff {
   int rank = 0;
   // The decoded steps the OpRecord pointers in this result point into (kept alive with it).
@@ -226,6 +249,9 @@ struct RankDiff {
   // kState: which of the model's tensors differ at which step's end (ApplyStateCheck).
   std::string setup;
   std::vector<std::string> state_differs;  // kState: the differing tensors, by name
+  // The first divergence lies in a fingerprint step (ApplyFingerprintCheck); the verdict is
+  // then kStep, kRng or kData.
+  std::optional<FingerprintDivergence> fingerprint;
 };
 
 struct DiffOptions {

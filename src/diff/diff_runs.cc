@@ -54,9 +54,12 @@ StatusOr<RankDiff> DiffRankOfRuns(const Run& a, const Run& b, size_t rank_idx,
   // Reports index runs' ranks and result.ranks by RankDiff::rank: it is the position here.
   diff.rank = static_cast<int>(rank_idx);
   if (diff.steps_compared == 0) {
+    std::string why;
+    for (const std::string& note : diff.notes) why += (why.empty() ? " (" : "; ") + note;
     return FailedPrecondition("rank " + std::to_string(rank_idx) + ": " + a.dir + " and " + b.dir +
                               " recorded no step in common; record overlapping steps "
-                              "(upguard record --steps A:B)");
+                              "(upguard record --steps A:B)" +
+                              (why.empty() ? "" : why + ")"));
   }
   if (SharesNoOps(diff, ta, tb)) {
     return FailedPrecondition("the runs appear to record different programs (" + a.dir + ": " +

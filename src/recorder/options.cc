@@ -14,6 +14,11 @@ bool ParseInt(std::string_view text, int64_t* out) {
 
 }  // namespace
 
+bool IsFingerprintOp(std::string_view op) {
+  return op == "upguard::rng_state" || op == "upguard::batch" || op == "upguard::loss" ||
+         op == "upguard::grads" || op == "upguard::state";
+}
+
 StatusOr<StepRange> ParseStepRange(std::string_view text) {
   const std::string hint = "steps '" + std::string(text) +
                            "': expected N, A:B (steps A..B-1), A: or :B with non-negative integers";

@@ -34,6 +34,7 @@ nlohmann::json RecordOptionsJson(const RecorderOptions& options) {
   steps["last"] =
       options.steps.last < 0 ? nlohmann::json(nullptr) : nlohmann::json(options.steps.last);
   return {{"steps", steps},
+          {"fingerprint", options.fingerprint},
           {"max_depth", options.max_depth},
           {"ops", options.ops},
           {"stats", options.stats}};
@@ -108,7 +109,13 @@ class Recorder::Impl {
            options_.steps.Contains(step_.load(std::memory_order_relaxed));
   }
 
+  bool FingerprintStep() const {
+    return options_.fingerprint && enabled_.load(std::memory_order_relaxed) &&
+           !options_.steps.Contains(step_.load(std::memory_order_relaxed));
+  }
+
   bool Wants(std::string_view op, uint32_t depth) const {
+    if (FingerprintStep()) return IsFingerprintOp(op);
     if (!StepWanted()) return false;
     if (options_.max_depth >= 0 && depth > static_cast<uint32_t>(options_.max_depth)) return false;
     if (options_.ops.empty()) return true;
@@ -273,8 +280,12 @@ class Recorder::Impl {
 
   void EndStepLocked() {
     if (!writer_ || !enabled_.load()) return;
-    if (!options_.steps.Contains(step_.load())) return;
-    Status status = writer_->EndStep(static_cast<uint32_t>(step_.load()));
+    uint64_t flags = 0;
+    if (!options_.steps.Contains(step_.load())) {
+      if (!options_.fingerprint) return;
+      flags = kStepFingerprint;
+    }
+    Status status = writer_->EndStep(static_cast<uint32_t>(step_.load()), flags);
     if (status.ok()) status = writer_->Flush();
     if (!status.ok()) FailLocked(status);
   }
@@ -350,6 +361,7 @@ StatusOr<std::unique_ptr<Recorder>> Recorder::Open(const RecorderOptions& option
 }
 
 bool Recorder::StepWanted() const { return impl_->StepWanted(); }
+bool Recorder::FingerprintStep() const { return impl_->FingerprintStep(); }
 bool Recorder::Wants(std::string_view op, uint32_t depth) const { return impl_->Wants(op, depth); }
 std::vector<ArgRecord> Recorder::DigestArgs(const std::vector<Arg>& args) {
   return impl_->DigestArgs(args);

@@ -155,6 +155,42 @@ TEST(RecorderTest, FiltersByStepDepthAndOpName) {
   EXPECT_TRUE(recorder->Close().ok());
 }
 
+// --fingerprint with --steps 1:2: steps 0 and 2 record only the fingerprint pseudo-ops, and
+// their StepEnd records say they are fingerprint steps; step 1 records every op.
+TEST(RecorderTest, FingerprintStepsRecordOnlyTheFingerprintOps) {
+  RecorderOptions options;
+  options.run_dir = FreshDir("fingerprint");
+  options.steps = *ParseStepRange("1:2");
+  options.fingerprint = true;
+  auto recorder = std::move(*Recorder::Open(options));
+  float loss[1] = {2.5f};
+  int64_t sizes[] = {1}, strides[] = {1};
+  for (int step = 0; step < 3; ++step) {
+    EXPECT_EQ(recorder->FingerprintStep(), step != 1);
+    EXPECT_EQ(recorder->StepWanted(), step == 1);
+    EXPECT_EQ(recorder->Wants("aten::mm", 0), step == 1);
+    for (std::string_view op : {"upguard::rng_state", "upguard::batch", "upguard::loss",
+                                "upguard::grads", "upguard::state"}) {
+      EXPECT_TRUE(recorder->Wants(op, 0)) << op;
+    }
+    EXPECT_EQ(recorder->Wants("upguard::other", 0), step == 1);
+    OpEvent op;
+    op.op = "upguard::loss";
+    op.inputs = {Arg::Tensor("loss", {DType::kFloat32, sizes, strides, 1, loss})};
+    EXPECT_TRUE(recorder->Record(op).written);
+    recorder->MarkStep();
+  }
+  ASSERT_TRUE(recorder->Close().ok());
+  std::unique_ptr<TraceReader> reader;
+  std::vector<uint64_t> flags;
+  for (const TraceRecord& record : ReadAll(recorder->trace_path(), &reader)) {
+    if (record.type == RecordType::kStepEnd) flags.push_back(record.step_end.flags);
+  }
+  EXPECT_EQ(flags, (std::vector<uint64_t>{kStepFingerprint, 0, kStepFingerprint}));
+  const auto meta = nlohmann::json::parse(*ReadFileToString(options.run_dir + "/meta.json"));
+  EXPECT_EQ(meta["record_options"]["fingerprint"], true);
+}
+
 // A collective as the PyTorch adapter records one: its op at call return (outputs as aliases),
 // the completion later from a worker thread, with the outputs digested then.
 TEST(RecorderTest, RecordsCollectivesFromAnotherThreadAndDropsLateOnes) {

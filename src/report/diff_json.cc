@@ -87,6 +87,20 @@ json NumericJson(const NumericDivergence& n, const RankTrace& ta, const RankTrac
 }
 
 // An op of one run with its index in the step and the other run's.
+json FingerprintJson(const FingerprintDivergence& f) {
+  return {{"step", f.step},
+          {"first", f.first},
+          {"rng_differs", f.rng_differs},
+          {"batch_differs", f.batch_differs},
+          {"loss_differs", f.loss_differs},
+          {"loss_a", f.loss_a},
+          {"loss_b", f.loss_b},
+          {"grads_differ", f.grads_differ},
+          {"grads", f.grads},
+          {"state_differ", f.state_differ},
+          {"state", f.state}};
+}
+
 json PairJson(const OpLocation& a, const OpLocation& b, const RankTrace& ta) {
   json j = OpJson(*a.op, ta);
   j["index"] = a.index;
@@ -196,6 +210,7 @@ json DiffToJson(const DiffResult& result, const Run& a, const Run& b) {
         {"notes", diff.notes},
         {"setup", diff.setup.empty() ? json(nullptr) : json(diff.setup)},
         {"state_differs", diff.state_differs},
+        {"fingerprint", diff.fingerprint ? FingerprintJson(*diff.fingerprint) : json(nullptr)},
         {"divergence", diff.numeric ? NumericJson(*diff.numeric, ta, tb) : json(nullptr)},
         {"latent", diff.latent ? NumericJson(*diff.latent, ta, tb) : json(nullptr)},
         {"unattributed_step",

@@ -267,6 +267,47 @@ void Numeric(const Ctx& ctx, const NumericDivergence& numeric) {
   ctx.out << "      " << ctx.b.dir << ": " << ProducerText(numeric.producer_b, ctx.tb) << "\n";
 }
 
+// A first divergence in a fingerprint step (analysis/fingerprint_check.h).
+void Fingerprint(const Ctx& ctx, const RankDiff& diff) {
+  const FingerprintDivergence& f = *diff.fingerprint;
+  ctx.out << "  STEP  step " << f.step << " is the first divergent step: the " << f.first
+          << (f.first == "gradients" ? " differ" : " differs") << " first\n";
+  const auto same = [](bool differs) { return differs ? "DIFFERS" : "same"; };
+  ctx.out << "    " << Fit("random state", 15) << same(f.rng_differs) << "\n";
+  ctx.out << "    " << Fit("batch", 15) << same(f.batch_differs) << "\n";
+  const auto joined = [](const std::vector<std::string>& values) {
+    std::string out;
+    for (const std::string& value : values) out += (out.empty() ? "" : ", ") + value;
+    return out.empty() ? std::string("-") : out;
+  };
+  ctx.out << "    " << Fit("loss", 15) << Fit(same(f.loss_differs), 8) << joined(f.loss_a)
+          << (f.loss_differs ? " vs " + joined(f.loss_b) : "") << "\n";
+  const auto names = [&](const char* what, const std::vector<std::string>& list, size_t total,
+                         const char* when) {
+    ctx.out << "    " << Fit(what, 15);
+    if (list.empty()) {
+      ctx.out << "same    (" << total << " tensors)\n";
+      return;
+    }
+    ctx.out << "DIFFERS " << list.size() << " of " << total << when << ":\n";
+    constexpr size_t kShown = 12;  // the rest is in --json
+    for (size_t idx = 0; idx < list.size() && idx < kShown; ++idx) {
+      ctx.out << "      " << list[idx] << "\n";
+    }
+    if (list.size() > kShown) ctx.out << "      ... " << list.size() - kShown << " more\n";
+  };
+  names("gradients", f.grads_differ, f.grads, "");
+  names("model state", f.state_differ, f.state, " after the step (parameters, optimizer state)");
+  std::string why = "step — the step computed differently";
+  if (diff.verdict == Verdict::kRng) why = "rng — the random state differs as the step starts";
+  if (diff.verdict == Verdict::kData) why = "data — the batch entering the model differs";
+  const std::string before = f.step > 0 ? std::to_string(f.step - 1) : "0";
+  ctx.out << "  verdict: " << why << ";\n           the runs hold fingerprints of this step, "
+          << "not its ops. Record it in full in both runs\n           to find its first divergent "
+          << "op: upguard record --fingerprint --steps " << before << ":" << f.step + 1
+          << " -o DIR -- COMMAND,\n           then upguard diff.\n";
+}
+
 // Verdict state: the model's tensors that differ as the step ends (analysis/state_check.h), and
 // where each run's bytes of the first of them came from.
 void State(const Ctx& ctx, const RankDiff& diff) {

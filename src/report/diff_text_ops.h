@@ -27,5 +27,8 @@ void Numeric(const Ctx& ctx, const NumericDivergence& numeric);
 
 // Verdict state: the model's tensors that differ as the step ends, and where they came from.
 void State(const Ctx& ctx, const RankDiff& diff);
+// A first divergence in a fingerprint step (record --fingerprint): what differs there, and how
+// to record the step in full.
+void Fingerprint(const Ctx& ctx, const RankDiff& diff);
 
 }  // namespace upguard::diff_text

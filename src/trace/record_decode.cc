@@ -163,6 +163,9 @@ bool DecodeStepEnd(std::string_view payload, StepEndRecord* step_end, RecordErro
     return false;
   }
   step_end->digest = LoadDigest(digest);
+  step_end->flags = 0;
+  // Appended fields (trace.md §5.4): flags, then bytes of later additions a reader ignores.
+  if (in.remaining() > 0 && !in.Varint("flags", &step_end->flags)) return false;
   return true;
 }
 

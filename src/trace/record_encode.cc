@@ -249,6 +249,7 @@ void EncodeStepEnd(const StepEndRecord& step_end, std::string* out) {
   AppendVarint(step_end.step, out);
   AppendVarint(step_end.op_count, out);
   AppendDigest(step_end.digest, out);
+  if (step_end.flags != 0) AppendVarint(step_end.flags, out);  // appended field (§5.4)
 }
 
 void EncodeEnd(uint64_t op_count, std::string* out) { AppendVarint(op_count, out); }

@@ -67,7 +67,13 @@ struct StepEndRecord {
   uint32_t step = 0;
   uint64_t op_count = 0;
   Digest128 digest;
+  uint64_t flags = 0;  // kStepFingerprint; written only when not 0 (trace.md §5.4)
 };
+
+// StepEndRecord::flags bit 0: a fingerprint step (`upguard record --fingerprint`): only the
+// fingerprint pseudo-ops were recorded (random state, batch, loss, gradients, model state),
+// not the step's ops.
+inline constexpr uint64_t kStepFingerprint = 1;
 
 // The interned strings of one trace. Ids are dense, assigned in order of first use from 1.
 // Each string's DigestBytes is computed once, when it is added: it is a scalar argument's value

@@ -160,6 +160,34 @@ stepend 0
   EXPECT_EQ((*reader)->version(), 4);
 }
 
+// A fingerprint step's StepEnd carries its flag (an appended field, trace.md §5.4); a step
+// without it has the bytes a StepEnd always had.
+TEST(TraceTextTest, FingerprintStepRoundTrip) {
+  const std::string first = TempTracePath("fingerprint_first.ugt");
+  const std::string second = TempTracePath("fingerprint_second.ugt");
+  const std::string text = R"(op step=0 name=upguard::loss
+  in loss tensor float32[] digest=@l
+stepend 0 fingerprint
+op step=1 name=aten::mul
+  in tensor float32[] digest=@b
+stepend 1
+)";
+  ASSERT_TRUE(FromText(text, first).ok());
+  const std::string printed = ToText(first);
+  EXPECT_NE(printed.find("stepend 0 fingerprint  # ops=1"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("stepend 1  # ops=1"), std::string::npos) << printed;
+  ASSERT_TRUE(FromText(printed, second).ok());
+  EXPECT_EQ(testing::ReadBytes(second), testing::ReadBytes(first));
+  auto back = testing::ReadAll(first);
+  ASSERT_TRUE(back.ok());
+  std::vector<uint64_t> flags;
+  for (const TraceRecord& record : back->records) {
+    if (record.type == RecordType::kStepEnd) flags.push_back(record.step_end.flags);
+  }
+  EXPECT_EQ(flags, (std::vector<uint64_t>{kStepFingerprint, 0}));
+  EXPECT_FALSE(FromText("stepend 0 fingerprint extra\n", TempTracePath("bad.ugt")).ok());
+}
+
 TEST(TraceTextTest, AwkwardStringsRoundTrip) {
   const std::string path = TempTracePath("quotes.ugt");
   const std::string again = TempTracePath("again.ugt");

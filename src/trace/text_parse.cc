@@ -84,20 +84,28 @@ Status TextParser::ParseLine(std::string_view line) {
   if (verb == "op") return ParseOp(tokens_);
   if (verb == "collective") return ParseCollective(tokens_);
   if (verb == "stepend") {
-    // "stepend STEP [digest=HEX|@LABEL]": the digest forces a StepEnd digest (tests only).
+    // "stepend STEP [fingerprint] [digest=HEX|@LABEL]": a fingerprint step (StepEnd flag);
+    // the digest forces a StepEnd digest (tests only).
+    constexpr const char* kWant = "want 'stepend STEP [fingerprint] [digest=HEX]'";
     uint64_t step;
-    if (tokens_.size() < 2 || tokens_.size() > 3 ||
+    if (tokens_.size() < 2 || tokens_.size() > 4 ||
         !text::ParseUint(tokens_[1].text, UINT32_MAX, &step)) {
-      return Error("want 'stepend STEP [digest=HEX]'");
+      return Error(kWant);
     }
     default_step_ = static_cast<uint32_t>(step) + 1;
-    if (tokens_.size() == 2) return writer_->EndStep(static_cast<uint32_t>(step));
-    Digest128 digest;
-    if (!tokens_[2].is_key_value() || tokens_[2].key() != "digest" ||
-        !text::ParseDigestText(tokens_[2].value(), &digest)) {
-      return Error("want 'stepend STEP [digest=HEX]' (32 hex digits or @LABEL)");
+    size_t next = 2;
+    uint64_t flags = 0;
+    if (next < tokens_.size() && tokens_[next].text == "fingerprint") {
+      flags |= kStepFingerprint;
+      ++next;
     }
-    return writer_->EndStepWithDigest(static_cast<uint32_t>(step), digest);
+    if (next == tokens_.size()) return writer_->EndStep(static_cast<uint32_t>(step), flags);
+    Digest128 digest;
+    if (next + 1 != tokens_.size() || !tokens_[next].is_key_value() ||
+        tokens_[next].key() != "digest" || !text::ParseDigestText(tokens_[next].value(), &digest)) {
+      return Error(std::string(kWant) + " (the digest: 32 hex digits or @LABEL)");
+    }
+    return writer_->EndStepWithDigest(static_cast<uint32_t>(step), digest, flags);
   }
   if (verb == "end") {
     if (tokens_.size() != 1) return Error("'end' takes no arguments");

@@ -107,6 +107,7 @@ StatusOr<std::string> TraceToText(const std::string& trace_path,
       out += CollectiveToText(record.collective.op_seq, *record.collective.info, reader->strings());
     } else {
       out += "stepend " + std::to_string(record.step_end.step) +
+             ((record.step_end.flags & kStepFingerprint) != 0 ? " fingerprint" : "") +
              "  # ops=" + std::to_string(record.step_end.op_count) +
              " digest=" + record.step_end.digest.Hex() + "\n";
     }

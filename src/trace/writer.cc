@@ -115,13 +115,15 @@ Status TraceWriter::WriteCollective(uint64_t op_seq, const CollectiveInfo& info)
   return Status::Ok();
 }
 
-Status TraceWriter::EndStep(uint32_t step) { return EndStepWith(step, nullptr); }
-
-Status TraceWriter::EndStepWithDigest(uint32_t step, const Digest128& digest) {
-  return EndStepWith(step, &digest);
+Status TraceWriter::EndStep(uint32_t step, uint64_t flags) {
+  return EndStepWith(step, nullptr, flags);
 }
 
-Status TraceWriter::EndStepWith(uint32_t step, const Digest128* digest) {
+Status TraceWriter::EndStepWithDigest(uint32_t step, const Digest128& digest, uint64_t flags) {
+  return EndStepWith(step, &digest, flags);
+}
+
+Status TraceWriter::EndStepWith(uint32_t step, const Digest128* digest, uint64_t flags) {
   Impl& impl = *impl_;
   RETURN_IF_ERROR(impl.error_);
   if (impl.closed_) return Internal(impl.file_->path() + ": EndStep after Close");
@@ -133,7 +135,7 @@ Status TraceWriter::EndStepWith(uint32_t step, const Digest128* digest) {
   }
   impl.collectives_.clear();
   StepEndRecord step_end{step, impl.step_digester_.op_count(),
-                         digest != nullptr ? *digest : impl.step_digester_.Finish()};
+                         digest != nullptr ? *digest : impl.step_digester_.Finish(), flags};
   impl.step_digester_.Reset();
   impl.shared_stats_.EndStep();
   impl.placement_.OnStepEnd();

@@ -39,11 +39,11 @@ class TraceWriter {
   // digest at EndStep.
   Status WriteCollective(uint64_t op_seq, const CollectiveInfo& info);
   // Writes a StepEnd for `step` covering the ops (and Collective records) written since the
-  // previous EndStep.
-  Status EndStep(uint32_t step);
+  // previous EndStep; `flags` are StepEndRecord::flags (kStepFingerprint).
+  Status EndStep(uint32_t step, uint64_t flags = 0);
   // For tests of readers and of the diff's invariants only: a StepEnd whose digest is
   // `digest` instead of the one computed (text form `stepend N digest=@name`).
-  Status EndStepWithDigest(uint32_t step, const Digest128& digest);
+  Status EndStepWithDigest(uint32_t step, const Digest128& digest, uint64_t flags = 0);
   // Hands buffered records to the OS.
   Status Flush();
   // Writes the End record and closes. Idempotent.
@@ -52,7 +52,7 @@ class TraceWriter {
   uint64_t ops_written() const { return ops_written_; }
 
  private:
-  Status EndStepWith(uint32_t step, const Digest128* digest);
+  Status EndStepWith(uint32_t step, const Digest128* digest, uint64_t flags);
 
  public:
   uint64_t bytes_written() const;

@@ -1,0 +1,26 @@
+// The fingerprint check: runs recorded with `upguard record --fingerprint` hold, per step, only
+// the pseudo-ops upguard::rng_state, ::batch, ::loss (one per backward), ::grads and ::state
+// (trace.md §5.4, StepEnd flag kStepFingerprint). The diff's walk finds the first of them that
+// differs, as for any op; this check says what it means: the first divergent step, and
+// everything of its fingerprint that differs (random state, batch, the loss values, which
+// gradients, which parameters and optimizer state), so the user knows which step to record in
+// full. A random state or batch that differs first keeps its verdict (rng, data); a loss,
+// gradient or model state that does gets verdict kStep (not kState: no op of the step was
+// recorded, so nothing says where the difference was written).
+//
+//   ApplyFingerprintCheck(a, b, &result);  // after ApplySetupChecks
+#pragma once
+
+#include "diff/diff.h"
+
+namespace upguard {
+
+// Fills RankDiff::fingerprint for every rank whose first numerical divergence lies in a step
+// that either run recorded as a fingerprint, and sets the verdicts (and the result's, when that
+// rank decides it).
+Status ApplyFingerprintCheck(const Run& a, const Run& b, DiffResult* result);
+
+// Whether `info` is a fingerprint step.
+bool IsFingerprintStep(const StepInfo& info);
+
+}  // namespace upguard
