@@ -67,6 +67,24 @@ def training_section(build: Path, quick: bool) -> str:
             "\n\n" + "\n".join(verdicts))
 
 
+def fingerprint_section(build: Path, quick: bool) -> str:
+    env = dict(os.environ, PYTHONPATH=str(build / "python"))
+    with tempfile.NamedTemporaryFile(suffix=".json") as rows_file:
+        table = run([PYTHON, "bench/fingerprint_overhead.py", "--json", rows_file.name] +
+                    (["--quick"] if quick else []), env=env)
+        try:
+            rows = json.load(open(rows_file.name))
+        except (OSError, ValueError):
+            rows = []
+    verdicts = [f"- {row['size']}: {row['ratio']:.3f}x, target <= 1.02x: "
+                f"**{'PASS' if row['ratio'] <= 1.02 else 'MISS'}**; "
+                f"{row['bytes_per_step'] / 1024:.1f} KiB a step" for row in rows]
+    return ("## Fingerprint overhead (record --fingerprint)\n\n`bench/fingerprint_overhead.py`: "
+            "blocks of training steps in pairs, untraced and fingerprinted, the order "
+            "alternating; the median of the pairs' ratios.\n\n" + table + "\n\n" +
+            "\n".join(verdicts))
+
+
 def torches_section(build: Path, quick: bool) -> str:
     """The training overhead under Debian's torch 1.13 and PyPI's torch 2.x, one after the
     other in this run: the same GPT, steps and configurations (ratios are within each torch)."""
@@ -149,7 +167,8 @@ def watch_section(build: Path, quick: bool) -> str:
                 (["--hosts", "2", "--healthy", "60"] if quick else [])))
 
 
-SECTIONS = {"training": training_section, "torches": torches_section, "watch": watch_section,
+SECTIONS = {"training": training_section, "fingerprint": fingerprint_section,
+            "torches": torches_section, "watch": watch_section,
             "digest": lambda build, quick: digest_section(build),
             "diff": lambda build, quick: diff_section(build), "multirank": multirank_section}
 

@@ -242,6 +242,11 @@ bool UninitTracker::IsUninit(const at::Tensor& tensor) {
   return it != entries_.end() && it->second.version == VersionOf(tensor);
 }
 
+void UninitTracker::Clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  entries_.clear();
+}
+
 void UninitTracker::DropExpired() {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = entries_.begin(); it != entries_.end();) {

@@ -37,6 +37,8 @@ class UninitTracker {
   void MarkWritten(const at::Tensor& tensor);
   bool IsUninit(const at::Tensor& tensor);
   void DropExpired();
+  // Forgets every storage (a fingerprint step tracks none: steps.cc EndStep).
+  void Clear();
 
  private:
   struct Entry {

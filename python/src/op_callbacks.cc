@@ -348,12 +348,15 @@ void OnScopeExit(const at::RecordFunction& fn, at::ObserverContext* ctx) {
 
 }  // namespace
 
-std::vector<at::CallbackHandle> InstallCallbacks() {
+at::CallbackHandle InstallOpCallbacks() {
+  return at::addGlobalCallback(at::RecordFunctionCallback(OnOpEnter, OnOpExit)
+                                   .needsInputs(true)
+                                   .needsOutputs(true)
+                                   .scopes({at::RecordScope::FUNCTION}));
+}
+
+std::vector<at::CallbackHandle> InstallScopeCallbacks() {
   std::vector<at::CallbackHandle> handles;
-  handles.push_back(at::addGlobalCallback(at::RecordFunctionCallback(OnOpEnter, OnOpExit)
-                                              .needsInputs(true)
-                                              .needsOutputs(true)
-                                              .scopes({at::RecordScope::FUNCTION})));
   handles.push_back(at::addGlobalCallback(at::RecordFunctionCallback(OnScopeEnter, OnScopeExit)
                                               .scopes({at::RecordScope::BACKWARD_FUNCTION})));
   handles.push_back(

@@ -30,8 +30,12 @@
 
 namespace upguard::torch_adapter {
 
-// Installs the callbacks (Session::Start); at::removeCallback takes them off again.
-std::vector<at::CallbackHandle> InstallCallbacks();
+// Installs the callbacks (Session); at::removeCallback takes them off again. The op callbacks
+// (every op: recorded, or its depth, writes, allocations and collectives followed) are off in a
+// fingerprint step (Session::FollowOps); the scope callbacks (autograd nodes, Optimizer.step,
+// a backend's collective scopes) are on while recording.
+at::CallbackHandle InstallOpCallbacks();
+std::vector<at::CallbackHandle> InstallScopeCallbacks();
 
 // One call of an op: its name (alive for the whole recording: an operator's, or pooled), what
 // its arguments are, and their values.

@@ -36,6 +36,15 @@ Session::Session(std::unique_ptr<Recorder> recorder, const AdapterOptions& optio
       continue_after_divergence_(options.continue_after_divergence),
       distributed_(options.distributed_online) {}
 
+void Session::FollowOps(bool follow) {
+  std::lock_guard<std::mutex> lock(op_callbacks_mu_);
+  if (follow && !op_callbacks_) op_callbacks_ = InstallOpCallbacks();
+  if (!follow && op_callbacks_) {
+    at::removeCallback(*op_callbacks_);
+    op_callbacks_.reset();
+  }
+}
+
 void Session::ForgetStep() {
   rng_recorded_.store(false);
   forward_seen_.store(false);
@@ -67,7 +76,8 @@ Status Session::Start(const AdapterOptions& options) {
   Session* session = g_sessions.back().get();
   latest_.store(session, std::memory_order_release);
   active_.store(session, std::memory_order_release);
-  session->callbacks_ = InstallCallbacks();
+  session->callbacks_ = InstallScopeCallbacks();
+  session->FollowOps(!session->recorder()->FingerprintStep());
   return Status::Ok();
 }
 
@@ -81,6 +91,7 @@ Status Session::Stop(const std::string& final_engine_meta_json, bool died) {
   for (std::unique_ptr<Session>& session : g_sessions) {
     for (at::CallbackHandle handle : session->callbacks_) at::removeCallback(handle);
     session->callbacks_.clear();
+    session->FollowOps(false);
   }
   Session* stopped = active_.exchange(nullptr);
   if (stopped != nullptr) stopped->collectives().Flush(stopped->recorder());

@@ -36,6 +36,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -106,6 +107,12 @@ class Session {
   // The collective calls this recording launched (collectives.h).
   CollectiveTable& collectives() { return collectives_; }
   void ForgetStep();
+  // Whether the op callbacks run (op_callbacks.h): not in a fingerprint step, where following
+  // every op would cost several percent of the step for nothing recorded. Called as recording
+  // starts and at each step's end (steps.cc), on a step boundary, where no op is open on the
+  // thread that ends the step; RecordFunction keeps the callbacks an op started with, so an op
+  // open on another thread ends as it began.
+  void FollowOps(bool follow);
 
  private:
   Session(std::unique_ptr<Recorder> recorder, const AdapterOptions& options);
@@ -117,6 +124,8 @@ class Session {
 
   std::unique_ptr<Recorder> recorder_;         // null in a forked child (forgotten, never closed)
   std::vector<at::CallbackHandle> callbacks_;  // installed by Start, removed by Stop
+  std::mutex op_callbacks_mu_;
+  std::optional<at::CallbackHandle> op_callbacks_;  // FollowOps
   const bool continue_after_divergence_;
   const std::optional<DistributedOnline> distributed_;
   std::atomic<bool> explicit_steps_{false};

@@ -43,7 +43,9 @@ void RecordModelStateAtStepEnd(Session& session) {
     const std::vector<NamedTensor> tensors = ReadModelTensors();
     if (recorder->FingerprintStep()) RecordGradients(recorder, tensors);
     if (!tensors.empty()) recorded = RecordModelState(recorder, tensors);
-    ResetTensorNames(tensors);  // gradients and state made in this step are named from now on
+    // Gradients and state made in this step are named from now on (a fingerprint step records
+    // no op to name: the step after it renames them if it records ops, EndStep).
+    if (!recorder->FingerprintStep()) ResetTensorNames(tensors);
   } catch (const std::exception& e) {
     ts.busy = false;
     return Session::Disable("the model state at the step's end", e.what());
@@ -61,16 +63,22 @@ void EndStep(Session& session) {
   Recorder* recorder = session.recorder();
   session.collectives().Flush(recorder);
   RecordModelStateAtStepEnd(session);
-  // A fingerprint step's ops ran unseen, writes included: no cached digest outlives it.
-  const bool fingerprint = recorder->FingerprintStep();
+  const bool was_fingerprint = recorder->FingerprintStep();
   recorder->MarkStep();
   session.ForgetStep();
   Uninit().DropExpired();
+  Digests().Trim();
+  // A fingerprint step follows no op (Session::FollowOps), so no write and no allocation: it
+  // starts with nothing known, so that no digest cached before it, nor a storage once
+  // uninitialized and written during it, is taken for what it was.
+  const bool fingerprint = recorder->FingerprintStep();
   if (fingerprint) {
     Digests().Clear();
-  } else {
-    Digests().Trim();
+    Uninit().Clear();
+  } else if (was_fingerprint) {
+    RefreshTensorNames();
   }
+  session.FollowOps(!fingerprint);
   if (session.distributed() && session.distributed()->agree(recorder->step() - 1)) {
     Session::CloseAndExit(
         "as another rank diverged from the reference (the ranks stop together at "

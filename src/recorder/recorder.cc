@@ -189,6 +189,9 @@ class Recorder::Impl {
     record.outputs = std::move(outputs);
     std::lock_guard<std::mutex> lock(mu_);
     if (!writer_ || !enabled_.load()) return RecordedOp{};
+    // An op that began in a step recorded in full and ends in a fingerprint step (on another
+    // thread than the one that ended the step) is not part of the fingerprint.
+    if (FingerprintStep() && !IsFingerprintOp(op.op)) return RecordedOp{};
     record.step = static_cast<uint32_t>(step_.load());
     record.phase = op.phase;
     record.depth = op.depth;
