@@ -111,6 +111,18 @@ void NoteEarlyEnds(const Run& a, const Run& b, GlobalOrder* order) {
   }
 }
 
+// Where in a fingerprint step a rank's first divergence lies (0 random state .. 4 model state);
+// 5 outside fingerprint steps.
+int FingerprintStage(const RankDiff& diff) {
+  if (!diff.fingerprint) return 5;
+  static const char* const kStages[] = {"random state", "batch", "loss", "gradients",
+                                        "model state"};
+  for (int stage = 0; stage < 5; ++stage) {
+    if (diff.fingerprint->first == kStages[stage]) return stage;
+  }
+  return 5;
+}
+
 }  // namespace
 
 std::string_view RankRoleName(RankRole role) {
@@ -195,14 +207,27 @@ StatusOr<GlobalOrder> OrderRanks(const Run& a, const Run& b, const DiffResult& r
     }
     order.ranks.push_back(rank);
   }
-  std::vector<std::pair<uint32_t, int>> origins;
+  // Origins by step; within a step, a fingerprint's by what of it differs first (fingerprint
+  // steps hold no collective to follow: a rank whose batch differs comes before one whose
+  // gradients do, which gradient synchronization may have handed the difference).
+  std::vector<std::tuple<uint32_t, int, int>> origins;
+  bool fingerprints = false;
   for (const RankOrder& rank : order.ranks) {
     if (rank.role == RankRole::kOrigin) {
-      origins.emplace_back(FirstStep(result.ranks[rank.rank]), rank.rank);
+      const RankDiff& diff = result.ranks[rank.rank];
+      fingerprints |= diff.fingerprint.has_value();
+      origins.emplace_back(FirstStep(diff), FingerprintStage(diff), rank.rank);
     }
   }
   std::sort(origins.begin(), origins.end());
-  for (const auto& [step, rank] : origins) order.origins.push_back(rank);
+  for (const auto& [step, stage, rank] : origins) order.origins.push_back(rank);
+  if (fingerprints && origins.size() > 1) {
+    order.notes.push_back(
+        "the ranks diverged in fingerprint steps, which hold no collectives to follow: they are "
+        "ordered by step, then by what of the step differs first (random state, batch, loss, "
+        "gradients, model state); a rank whose gradients differ first may have received the "
+        "difference through gradient synchronization");
+  }
   if (!order.origins.empty()) {
     order.first = order.origins.front();
   } else {

@@ -14,6 +14,7 @@ import pytest
 from conftest import PYTHON, REPO, diff_json, record, upguard
 
 CNN = REPO / "examples" / "cnn_train.py"
+DDP = REPO / "examples" / "gpt_ddp.py"
 STEPS = "200"
 PLANT_STEP = "150"
 
@@ -156,3 +157,32 @@ def test_resnet18_with_workers_and_eval(runs: Path, resnet_reference: Path, plan
     assert f["step"] == 3 and f["first"] == "model state", f
     assert not f["loss_differs"] and not f["grads_differ"], f
     assert f["state_differ"] == names, f
+
+
+def fingerprinted_ddp(run_dir: Path, *args: str) -> Path:
+    """The DDP GPT under torchrun, 2 ranks (gloo), 12 steps fingerprinted."""
+    result = upguard("record", "--fingerprint", "-o", run_dir, "--", PYTHON, "-m",
+                     "torch.distributed.run", "--nproc_per_node=2", DDP, "--quiet", "--steps",
+                     "12", *args, timeout=300)
+    assert result.returncode == 0, result.stderr
+    return run_dir
+
+
+def test_ddp_a_batch_changed_on_rank_1_is_named_there(runs: Path):
+    """Fingerprint steps hold no collectives: the rank whose batch differs comes before the one
+    whose gradients the all-reduce changed."""
+    ref = fingerprinted_ddp(runs / "ddp_a")
+    code, report = diff_json(ref, fingerprinted_ddp(runs / "ddp_again"))
+    assert code == 0 and report["verdict"] == "identical", json.dumps(report)[:2000]
+    code, report = diff_json(ref, fingerprinted_ddp(runs / "ddp_shift", "--plant", "data-shift",
+                                                    "--plant-rank", "1", "--plant-step", "8"))
+    assert code == 1 and report["verdict"] == "data", json.dumps(report)[:3000]
+    ranks = {r["rank"]: r for r in report["ranks"]}
+    assert ranks[1]["verdict"] == "data" and ranks[1]["fingerprint"]["step"] == 8
+    assert ranks[1]["fingerprint"]["first"] == "batch"
+    # Rank 0 trained on the same batch: its loss is the same, its gradients came averaged.
+    f0 = ranks[0]["fingerprint"]
+    assert f0["step"] == 8 and f0["first"] == "gradients" and not f0["loss_differs"], f0
+    across = report["across_ranks"]
+    assert across["first_rank"] == 1, across
+    assert any("gradient synchronization" in note for note in across["notes"]), across
