@@ -34,6 +34,14 @@ MEASURED = {
 }
 
 
+# How many ops torch 2.x's kernels make differ, and by how much, depends on the CPU they run on
+# (the same torch 2.15.0 wheel on two AMD EPYC machines with AVX-512: 1699 ops and a first op
+# beyond rel:1e-5 at Adam's step 3 on one, 1703 ops and none beyond rel:1e-5 in 4 steps on the
+# other). The counts and that op are pinned for Debian's 1.13 only; on 2.x the tests check what
+# holds on any CPU: where the difference starts, the verdicts, and how the reports agree.
+EXACT = not TORCH2
+
+
 @pytest.fixture(scope="module")
 def thread_runs(runs: Path, reference: Path) -> Tuple[Path, Path]:
     return reference, record(runs / "threads2_tolerance", "--threads", "2")  # reference: 1
@@ -70,35 +78,48 @@ def test_rel_1e_4_abs_1e_9_makes_all_four_steps_equal(thread_runs):
     assert rank["steps_compared"] == 4 and rank["divergence"] is None
     t = rank["tolerance"]
     # The ops that differ, and the model state at each of the 4 steps' ends.
-    assert (t["within_ops"], t["allowed_ops"], t["follows_ops"]) == (MEASURED["ops"] + 4, 0, 0)
+    assert (t["allowed_ops"], t["follows_ops"]) == (0, 0)
+    assert t["within_ops"] == MEASURED["ops"] + 4 if EXACT else t["within_ops"] > 1000
     first = t["first_within"]
     assert (first["op"], first["step"], first["index"], first["module"], first["tolerance"]) == (
         "aten::native_layer_norm_backward", 0, LN + 2, "ln_f", "rel:0.0001,abs:1e-09")
 
 
+def beyond_rel_1e_5(thread_runs, *args: str) -> Tuple[int, Dict]:
+    code, report = diff(thread_runs, "--tolerance", "rel:1e-5,abs:1e-9", *args)
+    if not EXACT and code == 0:
+        pytest.skip("this CPU's kernels keep 2 threads within rel:1e-5 of 1 for the 4 steps")
+    return code, report
+
+
 def test_rel_1e_5_is_exceeded_first_in_step_3(thread_runs):
-    code, report = diff(thread_runs, "--tolerance", "rel:1e-5,abs:1e-9")
+    code, report = beyond_rel_1e_5(thread_runs)
     assert code == 1 and report["verdict"] == "culprit"
     rank = only_rank(report)
-    assert rank["tolerance"]["within_ops"] == MEASURED["ops_3"] + 3  # the state ending steps 0..2
     d = rank["divergence"]
+    assert d["tolerance"] == "rel:1e-05,abs:1e-09"
+    assert [slot["tolerated"] for slot in d["outputs"]] == ["beyond"]
+    assert d["step"] > 0  # the layer norm backward of step 0 itself stays within it
+    if not EXACT:
+        return
+    assert rank["tolerance"]["within_ops"] == MEASURED["ops_3"] + 3  # the state ending steps 0..2
     where, inputs, _ = MEASURED["rel_1e_5"]
     assert (d["op"], d["step"], d["index"], d["phase"], d["module"]) == where
-    assert d["tolerance"] == "rel:1e-05,abs:1e-09"
     assert [slot.get("tolerated") for slot in d["inputs"]] == inputs  # none for a scalar
-    assert [slot["tolerated"] for slot in d["outputs"]] == ["beyond"]
 
 
 def test_explain_judges_the_elements_which_the_statistics_could_not(thread_runs):
     # The op's first input passes rel:1e-5 on its statistics, but element by element it does
     # not: statistics are necessary for a tolerance, not sufficient.
-    code, report = diff(thread_runs, "--tolerance", "rel:1e-5,abs:1e-9", "--explain")
+    code, report = beyond_rel_1e_5(thread_runs, "--explain")
     assert code == 1
     e = report["explain"]
-    (op, *_), _, elements = MEASURED["rel_1e_5"]
-    assert e["op"] == op and e["tolerance"] == "rel:1e-05,abs:1e-09"
-    assert [t["within_tolerance"] for t in e["inputs"]] == elements
+    assert e["op"] == only_rank(report)["divergence"]["op"]
+    assert e["tolerance"] == "rel:1e-05,abs:1e-09"
     assert [t["within_tolerance"] for t in e["outputs"]] == [False]
+    if EXACT:
+        _, _, elements = MEASURED["rel_1e_5"]
+        assert [t["within_tolerance"] for t in e["inputs"]] == elements
     assert e["headline"].endswith("beyond tolerance rel:1e-05,abs:1e-09")
 
 
@@ -113,8 +134,8 @@ def test_allowing_the_layer_norm_backward_explains_every_difference(thread_runs)
         "default bitwise; nondeterministic aten::native_layer_norm_backward")
     t = only_rank(report)["tolerance"]
     # The model state at the 4 steps' ends follows from the allowed ops too.
-    assert (t["within_ops"], t["allowed_ops"], t["follows_ops"]) == (
-        0, 45, MEASURED["follows"] + 4)
+    assert (t["within_ops"], t["allowed_ops"]) == (0, 45)
+    assert t["follows_ops"] == MEASURED["follows"] + 4 if EXACT else t["follows_ops"] > 1000
     assert [(op["op"], op["step"], op["index"]) for op in t["allowed"][:3]] == [
         ("aten::resize_", 0, LN), ("aten::zero_", 0, LN + 1),
         ("aten::native_layer_norm_backward", 0, LN + 2)]
