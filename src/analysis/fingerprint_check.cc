@@ -167,7 +167,9 @@ Status ApplyFingerprintCheck(const Run& a, const Run& b, DiffResult* result) {
     NamesThatDiffer(fa.grads, ta, fb.grads, tb, &f.grads_differ, &f.grads);
     NamesThatDiffer(fa.state, ta, fb.state, tb, &f.state_differ, &f.state);
     const Verdict before = rank.verdict;
-    if (rank.verdict != Verdict::kRng && rank.verdict != Verdict::kData) {
+    // A pseudo-op's difference is propagated (or read as state); rng, data, and a structural
+    // or latent verdict that came first, stay.
+    if (rank.verdict == Verdict::kPropagated || rank.verdict == Verdict::kState) {
       rank.verdict = Verdict::kStep;
       rank.state_differs.clear();
     }

@@ -16,8 +16,8 @@
 namespace upguard {
 
 // Fills RankDiff::fingerprint for every rank whose first numerical divergence lies in a step
-// that either run recorded as a fingerprint, and sets the verdicts (and the result's, when that
-// rank decides it).
+// both runs recorded as a fingerprint, and turns its verdict propagated (or state) into kStep
+// (and the result's, when that rank decides it); rng, data, structural and latent stay.
 Status ApplyFingerprintCheck(const Run& a, const Run& b, DiffResult* result);
 
 // Whether `info` is a fingerprint step.

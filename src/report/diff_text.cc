@@ -200,7 +200,10 @@ void Rank(const Ctx& ctx, const RankDiff& diff) {
     return;
   }
   ctx.out << "\n";
-  if (diff.fingerprint) return Fingerprint(ctx, diff);
+  if (diff.fingerprint && (diff.verdict == Verdict::kStep || diff.verdict == Verdict::kRng ||
+                           diff.verdict == Verdict::kData)) {
+    return Fingerprint(ctx, diff);
+  }
   if (diff.verdict == Verdict::kRng || diff.verdict == Verdict::kData) {
     ctx.out << "  SETUP  " << diff.setup << "\n  verdict: " << VerdictName(diff.verdict)
             << " — the runs were set up differently ("

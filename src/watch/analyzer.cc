@@ -11,6 +11,9 @@ namespace {
 
 double Seconds(uint64_t ns) { return double(ns) / 1e9; }
 
+// How long a stall alert on a rank in Python waits for the rank's stack (Stalls).
+constexpr double kStackWaitS = 1.5;
+
 }  // namespace
 
 const char* ProcessStateName(ProcessState state) {
@@ -187,6 +190,15 @@ void Analyzer::Stalls(const std::vector<RankLook>& ranks, uint64_t now_ns) {
                       doing.detail;
       }
       alert.detail = waits + doing_text;
+      // A rank in Python answers the monitor's request for its stack within milliseconds, or
+      // later when its machine is loaded: the alert waits for the answer (at most kStackWaitS)
+      // so that it names the line the rank runs.
+      const RankLook* culprit = named.empty() ? nullptr : RankOf(ranks, named.front());
+      if (alert.cause == "python" && alert.stack.empty() && culprit != nullptr &&
+          culprit->ring.stack.request != culprit->ring.stack.answered) {
+        const uint64_t since = stack_wait_.emplace(alert.key, now_ns).first->second;
+        if (Seconds(now_ns - std::min(now_ns, since)) < kStackWaitS) continue;
+      }
     } else {
       // Every member issued it: a member that cannot take part any more (stopped, gone, its
       // heartbeat stale) holds it; else the transfer itself does not finish.

@@ -111,6 +111,7 @@ class Analyzer {
   int drops_ = 0;                         // throughput drops so far: each one is a new finding
   std::map<int, uint64_t> throttled_;     // rank -> its queue disciplines' count at the last look
   std::map<int, uint64_t> throttled_at_;  // rank -> when that count last grew (CLOCK_REALTIME)
+  std::map<std::string, uint64_t> stack_wait_;  // alert key -> when it first waited for a stack
   // The ranks whose own link held packets back lately (a rate limit, a full queue).
   std::vector<int> Throttled(const std::vector<RankLook>& ranks, uint64_t now_ns) const;
 };
