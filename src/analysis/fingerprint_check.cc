@@ -131,10 +131,6 @@ std::string Text(const FingerprintDivergence& f) {
 
 }  // namespace
 
-bool IsFingerprintStep(const StepInfo& info) {
-  return info.end && (info.end->flags & kStepFingerprint) != 0;
-}
-
 Status ApplyFingerprintCheck(const Run& a, const Run& b, DiffResult* result) {
   bool first_numeric = true;  // the result's verdict follows the first rank that decides it
   for (RankDiff& rank : result->ranks) {
@@ -149,7 +145,8 @@ Status ApplyFingerprintCheck(const Run& a, const Run& b, DiffResult* result) {
     const uint32_t step = rank.numeric->a.step;
     ASSIGN_OR_RETURN(const std::optional<size_t> ia, ta.FindStep(step));
     ASSIGN_OR_RETURN(const std::optional<size_t> ib, tb.FindStep(rank.numeric->b.step));
-    if (!ia || !ib || !IsFingerprintStep(ta.steps()[*ia]) || !IsFingerprintStep(tb.steps()[*ib])) {
+    if (!ia || !ib || !IsFingerprintStep(ta.steps()[*ia].end) ||
+        !IsFingerprintStep(tb.steps()[*ib].end)) {
       continue;
     }
     ASSIGN_OR_RETURN(std::shared_ptr<const StepOps> ops_a, ta.Ops(*ia));

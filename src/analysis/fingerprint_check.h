@@ -20,7 +20,4 @@ namespace upguard {
 // (and the result's, when that rank decides it); rng, data, structural and latent stay.
 Status ApplyFingerprintCheck(const Run& a, const Run& b, DiffResult* result);
 
-// Whether `info` is a fingerprint step.
-bool IsFingerprintStep(const StepInfo& info);
-
 }  // namespace upguard

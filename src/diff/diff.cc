@@ -163,7 +163,7 @@ Status RankWalk::WalkStep(const std::shared_ptr<const StepOps>& step_a,
     pair.Settle(&numeric);
     if (absorbed()) continue;
     // A fingerprint step recorded no op that could have produced a differing input.
-    const bool fingerprint = step_a->end && (step_a->end->flags & kStepFingerprint) != 0;
+    const bool fingerprint = IsFingerprintStep(step_a->end);
     if (numeric.first_bad_input && !fingerprint) {
       const ArgComparison& slot = numeric.inputs[*numeric.first_bad_input];
       if (slot.a != nullptr) {
@@ -238,10 +238,6 @@ Verdict RankVerdict(const RankDiff& diff) {
   return diff.structural ? Verdict::kStructural : Verdict::kIdentical;
 }
 
-bool IsFingerprint(const StepInfo& info) {
-  return info.end && (info.end->flags & kStepFingerprint) != 0;
-}
-
 bool StepsIdentical(const StepInfo& sa, const StepInfo& sb) {
   return sa.end && sb.end && sa.end->op_count == sb.end->op_count &&
          sa.end->digest == sb.end->digest;
@@ -309,7 +305,8 @@ StatusOr<RankDiff> DiffRank(const RankTrace& ta, const RankTrace& tb, const Diff
     ASSIGN_OR_RETURN(const std::optional<size_t> ib, tb.FindStep(sa.step));
     if (!ib) continue;
     const StepInfo sb = tb.steps()[*ib];
-    if (IsFingerprint(sa) != IsFingerprint(sb)) {  // different ops were recorded: not comparable
+    if (IsFingerprintStep(sa.end) !=
+        IsFingerprintStep(sb.end)) {  // different ops were recorded: not comparable
       if (mixed++ == 0) mixed_first = sa.step;
       continue;
     }

@@ -88,8 +88,7 @@ StatusOr<std::string> RenderShowText(const Run& run, const ShowOptions& options)
     any = true;
     out << "\nstep " << step.step << "  (" << step.ops.size() << " ops"
         << (step.end ? ", step digest " + step.end->digest.Short() : ", no step end")
-        << (step.end && (step.end->flags & kStepFingerprint) != 0 ? ", a fingerprint" : "")
-        << ")\n";
+        << (IsFingerprintStep(step.end) ? ", a fingerprint" : "") << ")\n";
     out << "  " << Fit("#", 6) << Fit("phase", 10) << Fit("d", 3) << Fit("module", 22)
         << Fit("op", 28) << Fit("inputs -> outputs", 56) << "digest\n";
     for (size_t op_idx = 0; op_idx < step.ops.size(); ++op_idx) {
@@ -162,11 +161,10 @@ StatusOr<nlohmann::json> ShowToJson(const Run& run, const ShowOptions& options) 
         }
         ops.push_back(std::move(item));
       }
-      steps.push_back(
-          {{"step", step.step},
-           {"digest", step.end ? json(step.end->digest.Hex()) : json(nullptr)},
-           {"fingerprint", step.end.has_value() && (step.end->flags & kStepFingerprint) != 0},
-           {"ops", ops}});
+      steps.push_back({{"step", step.step},
+                       {"digest", step.end ? json(step.end->digest.Hex()) : json(nullptr)},
+                       {"fingerprint", IsFingerprintStep(step.end)},
+                       {"ops", ops}});
     }
   }
   return json{{"schema", "upguard.show/1"},

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -74,6 +75,11 @@ struct StepEndRecord {
 // fingerprint pseudo-ops were recorded (random state, batch, loss, gradients, model state),
 // not the step's ops.
 inline constexpr uint64_t kStepFingerprint = 1;
+
+// Whether a step ended by `end` (absent: a step that never ended) is a fingerprint step.
+inline bool IsFingerprintStep(const std::optional<StepEndRecord>& end) {
+  return end.has_value() && (end->flags & kStepFingerprint) != 0;
+}
 
 // The interned strings of one trace. Ids are dense, assigned in order of first use from 1.
 // Each string's DigestBytes is computed once, when it is added: it is a scalar argument's value
