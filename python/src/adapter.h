@@ -26,6 +26,9 @@ namespace upguard::torch_adapter {
 struct DistributedOnline {
   std::function<void(const std::string& divergence_json)> notice;
   std::function<bool(int64_t step)> agree;  // true: some rank diverged, stop now
+  // This rank closed its trace after `agree(step)` said stop: waits (bounded) until every rank
+  // has, so that the launcher, seeing one rank leave, kills none whose trace is still open.
+  std::function<void(int64_t step)> depart;
 };
 
 struct AdapterOptions {

@@ -45,6 +45,14 @@ DistributedOnline DistributedHooks(const std::string& run_dir) {
       return false;
     }
   };
+  hooks.depart = [run_dir](int64_t step) {
+    py::gil_scoped_acquire gil;
+    try {
+      py::module_::import("upguard._online").attr("depart")(step);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "upguard: could not wait for the other ranks to stop: %s\n", e.what());
+    }
+  };
   return hooks;
 }
 

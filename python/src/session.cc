@@ -110,7 +110,7 @@ void Session::Disable(const char* where, const char* what) {
   }
 }
 
-void Session::CloseAndExit(const char* why, int code) {
+void Session::CloseAndExit(const char* why, int code, const std::function<void()>& before_exit) {
   Session* session = active_.exchange(nullptr);
   Recorder* recorder = session != nullptr ? session->recorder() : nullptr;
   if (recorder != nullptr) session->collectives().Flush(recorder);
@@ -119,6 +119,7 @@ void Session::CloseAndExit(const char* why, int code) {
                status.ok() ? "" : "; the trace did not close: ",
                status.ok() ? "" : status.message().c_str());
   std::fflush(nullptr);
+  if (before_exit) before_exit();
   std::_Exit(status.ok() ? code : 2);
 }
 

@@ -35,6 +35,7 @@
 #include <ATen/record_function.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -68,8 +69,10 @@ class Session {
 
   // Closes the active session's trace (meta.json included) and ends the process at once with
   // `code`, saying `why`: a long training run re-run only to capture one op, or one that already
-  // diverged from its reference, should not go on.
-  [[noreturn]] static void CloseAndExit(const char* why, int code);
+  // diverged from its reference, should not go on. `before_exit`, when given, runs after the
+  // trace closed (the ranks wait there for each other: none is killed before it closed).
+  [[noreturn]] static void CloseAndExit(const char* why, int code,
+                                        const std::function<void()>& before_exit = {});
 
   // The latest session's recorder: its step, ops and trace path (adapter.h); 0 / "" when none.
   static int64_t LatestStep();

@@ -79,11 +79,13 @@ void EndStep(Session& session) {
     RefreshTensorNames();
   }
   session.FollowOps(!fingerprint);
-  if (session.distributed() && session.distributed()->agree(recorder->step() - 1)) {
+  const int64_t ended = recorder->step() - 1;
+  if (session.distributed() && session.distributed()->agree(ended)) {
+    const DistributedOnline hooks = *session.distributed();
     Session::CloseAndExit(
         "as another rank diverged from the reference (the ranks stop together at "
         "the end of the step)",
-        kExitDivergedOnline);
+        kExitDivergedOnline, [hooks, ended] { hooks.depart(ended); });
   }
 }
 

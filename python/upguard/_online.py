@@ -11,8 +11,10 @@ it came from: number 1 is the origin.
 The diverged rank records on to the end of its step: leaving at once would leave the others
 waiting in the step's collectives. At every step's end each rank calls `agree`: it counts
 itself in under `upguard/step/<S>`, waits for every rank, and reads `upguard/diverged`. If a
-rank diverged, all of them stop there together (the recorder closes every trace), and rank 0
-writes RUN/online.ranks.json: every divergence in order, for `upguard record` to report.
+rank diverged, all of them stop there together, and rank 0 writes RUN/online.ranks.json: every
+divergence in order, for `upguard record` to report. Each rank then closes its trace and calls
+`depart`, which waits for every rank to have closed its own: torchrun kills the other ranks as
+soon as one leaves with an error, and must find none with its report or trace still open.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from datetime import timedelta
 from typing import Any, Optional, Tuple
 
 _DIVERGED = "upguard/diverged"
+_DEPART_WAIT = timedelta(minutes=2)  # a rank that died before it closed: the others still leave
 _noticed = False
 
 
@@ -69,3 +72,15 @@ def agree(step: int, run_dir: str) -> bool:
             json.dump(report, out, indent=2)
         os.replace(path + ".tmp", path)
     return True
+
+
+def depart(step: int) -> None:
+    """This rank closed its trace after `agree(step)` said stop: wait for every rank to have."""
+    got = _store()
+    if got is None:
+        return
+    store, _, world = got
+    key = f"upguard/step/{step}/closed"
+    if store.add(key, 1) == world:
+        store.set(f"{key}/all", "1")
+    store.wait([f"{key}/all"], _DEPART_WAIT)
