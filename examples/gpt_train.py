@@ -31,6 +31,9 @@ torch 2.x training idioms, each off by default (the 1.13 op stream is unchanged)
   --adamw foreach|fused       AdamW's multi-tensor (foreach) or fused implementation
   --compile model|method      torch.compile(model), or model.compile() (torch.nn.Module.compile)
   --module-hooks              a global forward hook on every module (register_module_forward_hook)
+
+--resume-every N calls upguard.resume_point at the top of each step: recorded, the run keeps a
+snapshot every N steps, from which `upguard diff --zoom` re-runs start (docs/long-runs.md).
 """
 
 from __future__ import annotations
@@ -86,6 +89,15 @@ def make_batch(data: np.ndarray, starts: np.ndarray, block: int,
     return torch.from_numpy(x), torch.from_numpy(y)
 
 
+def resume_points(every: int):  # type: ignore[no-untyped-def]
+    """upguard.resume_point with snapshots every `every` steps; a no-op for 0 (so the script
+    runs without upguard installed)."""
+    if every <= 0:
+        return lambda step, state: False
+    import upguard
+    return lambda step, state: upguard.resume_point(step, state, every=every)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -107,6 +119,8 @@ def main() -> None:
     parser.add_argument("--adamw", choices=("default", "foreach", "fused"), default="default")
     parser.add_argument("--compile", choices=("none", "model", "method"), default="none")
     parser.add_argument("--module-hooks", action="store_true")
+    parser.add_argument("--resume-every", type=int, default=0,
+                        help="a upguard.resume_point snapshot every N steps (0: no call)")
     parser.add_argument("--save", help="write the final parameters here (torch.save)")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args()
@@ -131,8 +145,12 @@ def main() -> None:
     elif args.compile == "method":
         model.compile()
     batch_rng = np.random.default_rng(args.seed)
+    state = {"model": model, "optimizer": optimizer, "batches": batch_rng}
+    resume_point = resume_points(args.resume_every)
 
     for step in range(args.steps):
+        if resume_point(step, state):
+            continue  # a re-run of `upguard diff --zoom` resumes at a later snapshot
         planted = args.plant != "none" and step >= args.plant_step
         plants = args.plant.split(",")
         if planted and "gelu-tanh" in plants:

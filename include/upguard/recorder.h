@@ -172,6 +172,10 @@ class Recorder {
 
   // Ends the current step (writes its StepEnd record if it is in range) and starts the next.
   void MarkStep();
+  // Ends the current step as MarkStep does, then starts step `step` (> the current one) instead
+  // of the next: a program resumed from a checkpoint of step `step` (upguard.resume_point)
+  // skipped the steps between. No-op when `step` is not after the current step.
+  void SkipTo(int64_t step);
   int64_t step() const;
   bool enabled() const;
 

@@ -41,6 +41,9 @@ struct AdapterOptions {
   // With recorder.against: record on after the first divergence instead of stopping.
   bool continue_after_divergence = false;
   std::optional<DistributedOnline> distributed_online;  // with recorder.against, world > 1
+  // The process stops (kExitAfterSteps) once this step begins: the end of the steps to record
+  // (`stop_after_steps`, what diff --zoom's re-runs ask). Absent: the program runs to its end.
+  std::optional<int64_t> stop_at_step;
 };
 
 // The exit status of a process stopped at its first divergence from the --against reference
@@ -49,6 +52,9 @@ inline constexpr int kExitDivergedOnline = 1;
 
 // The exit status of a process stopped by a `--capture ...,stop` selector once it captured.
 inline constexpr int kExitAfterCapture = 0;
+
+// The exit status of a process stopped after the last step it was asked to record.
+inline constexpr int kExitAfterSteps = 0;
 
 Status Start(const AdapterOptions& options);
 // `final_engine_meta_json` ("" = none): engine facts read again at the end (thread counts the
@@ -59,6 +65,9 @@ bool Active();
 
 // An explicit step boundary. After the first call, Optimizer.step no longer ends steps.
 void MarkStep();
+// The program resumed from its checkpoint of step `step` (upguard.resume_point): the current
+// step ends and `step` begins (Recorder::SkipTo). No-op unless `step` is after the current one.
+void ResumeAt(int64_t step);
 int64_t CurrentStep();
 // Recording, and the current step is a fingerprint step (`upguard record --fingerprint`).
 bool FingerprintStep();

@@ -74,6 +74,7 @@ struct StartOptions {
   std::string capture;                     // a --capture selector; "" = none
   std::string against;                     // a reference run directory; "" = none
   bool continue_after_divergence = false;
+  bool stop_after_steps = false;  // end the process after the last step of `steps`
 };
 
 StatusOr<AdapterOptions> ToAdapterOptions(const StartOptions& start) {
@@ -103,6 +104,13 @@ StatusOr<AdapterOptions> ToAdapterOptions(const StartOptions& start) {
     options.recorder.observer = std::move(checker);
   }
   options.continue_after_divergence = start.continue_after_divergence;
+  if (start.stop_after_steps) {
+    if (!start.steps || start.steps->empty() || options.recorder.steps.last < 0) {
+      return InvalidArgument("stop_after_steps needs steps with an end (A:B or N), not '" +
+                             start.steps.value_or("") + "'");
+    }
+    options.stop_at_step = options.recorder.steps.last;
+  }
   return options;
 }
 
@@ -133,7 +141,8 @@ void BindStartOptions(py::module_& m) {
       .def_readwrite("cwd", &StartOptions::cwd)
       .def_readwrite("capture", &StartOptions::capture)
       .def_readwrite("against", &StartOptions::against)
-      .def_readwrite("continue_after_divergence", &StartOptions::continue_after_divergence);
+      .def_readwrite("continue_after_divergence", &StartOptions::continue_after_divergence)
+      .def_readwrite("stop_after_steps", &StartOptions::stop_after_steps);
 }
 
 DType DTypeFromName(const std::string& name) {
@@ -243,6 +252,7 @@ PYBIND11_MODULE(_C, m) {
       py::arg("final_engine_meta_json") = "", py::arg("died") = false);
   m.def("is_recording", &adapter::Active);
   m.def("step", &adapter::MarkStep);
+  m.def("resume_at", &adapter::ResumeAt, py::arg("step"));
   m.def("current_step", &adapter::CurrentStep);
   m.def("ops_recorded", &adapter::OpsRecorded);
   m.def("trace_path", &adapter::TracePath);

@@ -34,7 +34,8 @@ Recorder* LatestRecorderLocked() {
 Session::Session(std::unique_ptr<Recorder> recorder, const AdapterOptions& options)
     : recorder_(std::move(recorder)),
       continue_after_divergence_(options.continue_after_divergence),
-      distributed_(options.distributed_online) {}
+      distributed_(options.distributed_online),
+      stop_at_step_(options.stop_at_step) {}
 
 void Session::FollowOps(bool follow) {
   std::lock_guard<std::mutex> lock(op_callbacks_mu_);

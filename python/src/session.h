@@ -92,6 +92,8 @@ class Session {
   bool continue_after_divergence() const { return continue_after_divergence_; }
   // Online mode with several ranks (adapter.h); absent otherwise.
   const std::optional<DistributedOnline>& distributed() const { return distributed_; }
+  // The step at whose start the process stops (AdapterOptions::stop_at_step).
+  const std::optional<int64_t>& stop_at_step() const { return stop_at_step_; }
 
   // Facts of the running step, forgotten at its end (ForgetStep).
   // upguard::rng_state was recorded in this step (or is not wanted: step 0, see steps.h).
@@ -131,6 +133,7 @@ class Session {
   std::optional<at::CallbackHandle> op_callbacks_;  // FollowOps
   const bool continue_after_divergence_;
   const std::optional<DistributedOnline> distributed_;
+  const std::optional<int64_t> stop_at_step_;
   std::atomic<bool> explicit_steps_{false};
   std::atomic<bool> rng_recorded_{true};  // none for step 0 (steps.h)
   std::atomic<bool> forward_seen_{false};

@@ -59,6 +59,25 @@ void RecordModelStateAtStepEnd(Session& session) {
   if (recorded.stop_after_capture) StopAfterCapture();
 }
 
+namespace {
+
+// What the step about to begin needs, as the step before it (`was_fingerprint` or not) ended.
+// A fingerprint step follows no op (Session::FollowOps), so no write and no allocation: it
+// starts with nothing known, so that no digest cached before it, nor a storage once
+// uninitialized and written during it, is taken for what it was.
+void BeginStep(Session& session, bool was_fingerprint) {
+  const bool fingerprint = session.recorder()->FingerprintStep();
+  if (fingerprint) {
+    Digests().Clear();
+    Uninit().Clear();
+  } else if (was_fingerprint) {
+    RefreshTensorNames();
+  }
+  session.FollowOps(!fingerprint);
+}
+
+}  // namespace
+
 void EndStep(Session& session) {
   Recorder* recorder = session.recorder();
   session.collectives().Flush(recorder);
@@ -68,17 +87,7 @@ void EndStep(Session& session) {
   session.ForgetStep();
   Uninit().DropExpired();
   Digests().Trim();
-  // A fingerprint step follows no op (Session::FollowOps), so no write and no allocation: it
-  // starts with nothing known, so that no digest cached before it, nor a storage once
-  // uninitialized and written during it, is taken for what it was.
-  const bool fingerprint = recorder->FingerprintStep();
-  if (fingerprint) {
-    Digests().Clear();
-    Uninit().Clear();
-  } else if (was_fingerprint) {
-    RefreshTensorNames();
-  }
-  session.FollowOps(!fingerprint);
+  BeginStep(session, was_fingerprint);
   const int64_t ended = recorder->step() - 1;
   if (session.distributed() && session.distributed()->agree(ended)) {
     const DistributedOnline hooks = *session.distributed();
@@ -87,6 +96,25 @@ void EndStep(Session& session) {
         "the end of the step)",
         kExitDivergedOnline, [hooks, ended] { hooks.depart(ended); });
   }
+  if (session.stop_at_step() && recorder->step() >= *session.stop_at_step()) {
+    Session::CloseAndExit("as the steps to record ended (stop_after_steps)", kExitAfterSteps);
+  }
+}
+
+void ResumeAt(int64_t step) {
+  Session* session = Session::Active();
+  if (session == nullptr || step <= session->recorder()->step()) return;
+  Recorder* recorder = session->recorder();
+  session->collectives().Flush(recorder);
+  const bool was_fingerprint = recorder->FingerprintStep();
+  recorder->SkipTo(step);
+  session->ForgetStep();
+  // The checkpoint's tensors were loaded over what the program held: nothing known of them
+  // before holds, and the optimizer's state tensors are new ones to name.
+  Digests().Clear();
+  Uninit().Clear();
+  BeginStep(*session, was_fingerprint);
+  if (!recorder->FingerprintStep()) RefreshTensorNames();
 }
 
 // adapter.h: the step and the batch, from Python.

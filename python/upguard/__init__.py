@@ -12,6 +12,7 @@ Or record an unmodified script: ``upguard record -o runs/a -- python3 train.py``
 """
 
 from upguard._recording import Recording, record, start, step, stop, is_recording
+from upguard._resume import resume_point
 
-__all__ = ["Recording", "record", "start", "step", "stop", "is_recording"]
+__all__ = ["Recording", "record", "start", "step", "stop", "is_recording", "resume_point"]
 __version__ = "0.1.0"

@@ -122,6 +122,8 @@ def _start_from_env() -> None:
         capture=os.environ.get("UPGUARD_RECORD_CAPTURE") or None,
         against=os.environ.get("UPGUARD_RECORD_AGAINST") or None,
         continue_after_divergence=os.environ.get("UPGUARD_RECORD_CONTINUE", "0") == "1",
+        stop_after_steps=os.environ.get("UPGUARD_RECORD_STOP_AFTER_STEPS", "0") == "1",
+        resume_from=os.environ.get("UPGUARD_RECORD_RESUME_FROM") or None,
     )
     atexit.register(recording.stop)
 

@@ -46,7 +46,8 @@ class Recording:
                  max_depth: Optional[int] = None, ops: Sequence[str] = (), stats: bool = True,
                  fingerprint: bool = False, rank: Optional[int] = None, world_size: Optional[int] = None,
                  capture: Optional[str] = None, against: Optional[str] = None,
-                 continue_after_divergence: bool = False) -> None:
+                 continue_after_divergence: bool = False, stop_after_steps: bool = False,
+                 resume_from: Optional[str] = None) -> None:
         self.run_dir = os.path.abspath(run_dir)
         self.steps = steps
         self.max_depth = -1 if max_depth is None else int(max_depth)
@@ -57,6 +58,10 @@ class Recording:
         self.capture = capture or ""
         self.against = os.path.abspath(against) if against else ""
         self.continue_after_divergence = continue_after_divergence
+        self.stop_after_steps = stop_after_steps
+        # A resume point's snapshot (upguard/_resume.py) the program starts from, skipping the
+        # steps before it: the re-runs of `upguard diff --zoom`.
+        self.resume_from = os.path.abspath(resume_from) if resume_from else ""
         self.rank = int(os.environ.get("RANK", "0")) if rank is None else rank
         self.world_size = int(os.environ.get("WORLD_SIZE", "1")) if world_size is None else world_size
         self._scopes = ModuleScopes(on_first_call=self._note_flags_at_start,
@@ -100,6 +105,7 @@ class Recording:
         options.capture = self.capture
         options.against = self.against
         options.continue_after_divergence = self.continue_after_divergence
+        options.stop_after_steps = self.stop_after_steps
         return options
 
     def stop(self) -> None:
@@ -145,7 +151,10 @@ def record(run_dir: str, **options: object) -> Recording:
     $WORLD_SIZE), ``capture="step=2,index=731"`` (write the selected ops' full tensors to
     ``run_dir/captures/``; the selector syntax is in docs/cli.md), ``against="runs/a"`` (compare
     each op with that reference run as it is recorded; at the first divergence capture its
-    tensors and end the program with exit code 1, unless ``continue_after_divergence=True``).
+    tensors and end the program with exit code 1, unless ``continue_after_divergence=True``),
+    ``stop_after_steps=True`` (end the program with exit code 0 after the last step of ``steps``),
+    ``resume_from="runs/a/resume/step-150.rank0.pt"`` (start from that snapshot of
+    :func:`upguard.resume_point`, skipping the steps before it).
     """
     return Recording(run_dir, **options)  # type: ignore[arg-type]
 

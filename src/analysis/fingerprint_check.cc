@@ -179,4 +179,26 @@ Status ApplyFingerprintCheck(const Run& a, const Run& b, DiffResult* result) {
   return Status::Ok();
 }
 
+StatusOr<std::string> ReRunDeparts(const RankTrace& recorded, const RankTrace& rerun,
+                                   uint32_t step) {
+  ASSIGN_OR_RETURN(const std::optional<size_t> ia, recorded.FindStep(step));
+  ASSIGN_OR_RETURN(const std::optional<size_t> ib, rerun.FindStep(step));
+  if (!ia) return std::string("the recorded run has no step " + std::to_string(step));
+  if (!ib) return std::string("the re-run did not record step " + std::to_string(step));
+  ASSIGN_OR_RETURN(std::shared_ptr<const StepOps> ops_a, recorded.Ops(*ia));
+  ASSIGN_OR_RETURN(std::shared_ptr<const StepOps> ops_b, rerun.Ops(*ib));
+  const Fingerprint fa = Collect(*ops_a, recorded);
+  const Fingerprint fb = Collect(*ops_b, rerun);
+  std::vector<std::string> parts;
+  if (AnyDiffers(fa.batch, fb.batch)) parts.push_back("the batch differs");
+  std::vector<std::string> state_differ;
+  size_t state = 0;
+  NamesThatDiffer(fa.state, recorded, fb.state, rerun, &state_differ, &state);
+  if (!state_differ.empty()) {
+    parts.push_back("the model state after it differs (" + std::to_string(state_differ.size()) +
+                    " of " + std::to_string(state) + " tensors: " + Few(state_differ) + ")");
+  }
+  return Joined(parts);
+}
+
 }  // namespace upguard

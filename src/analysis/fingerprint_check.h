@@ -20,4 +20,12 @@ namespace upguard {
 // (and the result's, when that rank decides it); rng, data, structural and latent stay.
 Status ApplyFingerprintCheck(const Run& a, const Run& b, DiffResult* result);
 
+// Whether a re-run of a recorded run (diff --zoom's, which may resume from a snapshot)
+// reproduced step `step` of it: the batch (upguard::batch) and the model state at the step's
+// end (upguard::state) compared, whether each side recorded the step in full or as a
+// fingerprint. "" when they agree; else what departs ("the model state differs (3 of 41
+// tensors: ...)", "the re-run did not record step 150").
+StatusOr<std::string> ReRunDeparts(const RankTrace& recorded, const RankTrace& rerun,
+                                   uint32_t step);
+
 }  // namespace upguard

@@ -7,11 +7,13 @@
 #include "cli/command.h"
 #include "cli/explain_runner.h"
 #include "cli/flags.h"
+#include "cli/zoom_runner.h"
 #include "report/conclusion_report.h"
 
 namespace upguard {
 
-const char kDiffUsage[] = R"(usage: upguard diff RUN_A RUN_B [--json] [--allow-damaged] [--explain]
+const char kDiffUsage[] =
+    R"(usage: upguard diff RUN_A RUN_B [--json] [--allow-damaged] [--explain] [--zoom]
                     [--tolerance SPEC] [--tolerance-policy FILE] [--allow-nondeterministic GLOBS]
 
 Compares two run directories written by `upguard record` and names the first operator where
@@ -33,6 +35,11 @@ options:
   --explain         re-run both recorded commands up to the first divergent op, capture its
                     tensors (RUN/explain/captures/) and compare them element by element: how
                     many elements differ, by how many ULP, where, and whether inputs are equal
+  --zoom            for fingerprint runs (record --fingerprint): re-run both recorded commands
+                    recording the first divergent step and the one before it in full (from
+                    the latest upguard.resume_point snapshot before them, if any; into
+                    RUN/zoom), check that each re-run reproduced its run there, and report
+                    the first divergent op of the re-runs
   --tolerance SPEC  bitwise (default) | ulp:N | rel:X[,abs:Y]: tensors whose digests differ
                     count as equal when their statistics (min, max, mean, L2, counts) pass;
                     with --explain, when their captured elements do
@@ -55,6 +62,7 @@ exit codes: 0 identical (within tolerance), 1 diverged, 2 error.
 
 examples:
   upguard diff runs/a runs/b
+  upguard diff runs/fp_a runs/fp_b --zoom
   upguard diff runs/a runs/b --tolerance rel:1e-5 --allow-nondeterministic 'aten::index_add_*'
 )";
 
@@ -62,6 +70,7 @@ StatusOr<int> RunDiffCommand(int argc, char** argv) {
   Flags flags("diff", {{"json", 0, false},
                        {"allow-damaged", 0, false},
                        {"explain", 0, false},
+                       {"zoom", 0, false},
                        {"tolerance", 0, true},
                        {"tolerance-policy", 0, true},
                        {"allow-nondeterministic", 0, true},
@@ -95,10 +104,28 @@ StatusOr<int> RunDiffCommand(int argc, char** argv) {
   load.index_on_demand = true;  // DiffRuns indexes each step as it compares it
   ASSIGN_OR_RETURN(Run a, LoadRun(flags.positionals()[0], load));
   ASSIGN_OR_RETURN(Run b, LoadRun(flags.positionals()[1], load));
+  std::optional<Zoom> zoom;
+  if (flags.Has("zoom")) {
+    ConcludeOptions fingerprint_options = options;
+    fingerprint_options.explain = nullptr;  // the re-runs are explained, not the fingerprints
+    ASSIGN_OR_RETURN(Conclusion fingerprints, ConcludeDiff(a, b, fingerprint_options));
+    ASSIGN_OR_RETURN(zoom, ZoomIn(a, b, fingerprints));
+    if (zoom) {
+      ASSIGN_OR_RETURN(a, LoadRun(zoom->a.dir, load));
+      ASSIGN_OR_RETURN(b, LoadRun(zoom->b.dir, load));
+    } else if (!flags.Has("json")) {
+      std::printf(
+          "upguard diff --zoom: no rank's first divergence lies in a fingerprint step: "
+          "nothing to re-record\n\n");
+    }
+  }
   ASSIGN_OR_RETURN(Conclusion conclusion, ConcludeDiff(a, b, options));
   if (flags.Has("json")) {
-    std::printf("%s\n", ConclusionToJson(conclusion, a, b).dump(2).c_str());
+    nlohmann::json json = ConclusionToJson(conclusion, a, b);
+    if (flags.Has("zoom")) json["zoom"] = zoom ? ZoomJson(*zoom) : nlohmann::json();
+    std::printf("%s\n", json.dump(2).c_str());
   } else {
+    if (zoom) std::printf("%s", ZoomText(*zoom).c_str());
     std::printf("%s", RenderConclusionText(conclusion, a, b).c_str());
   }
   return conclusion.result.verdict == Verdict::kIdentical ? kExitOk : kExitDiverged;

@@ -6,6 +6,7 @@
 
 #include "base/file.h"
 #include "cli/record_runner.h"
+#include "cli/rerun_request.h"
 #include "recorder/capture_selector.h"
 
 namespace upguard {
@@ -16,47 +17,6 @@ struct Recaptured {
   double seconds = 0;
 };
 
-std::string JoinOps(const nlohmann::json& ops) {
-  std::string text;
-  if (!ops.is_array()) return text;
-  for (const nlohmann::json& op : ops) {
-    if (op.is_string()) text += (text.empty() ? "" : ",") + op.get<std::string>();
-  }
-  return text;
-}
-
-// Builds the re-run of `run`'s command from its metadata.
-StatusOr<RecordRequest> RerunRequest(const Run& run, const char* side, uint32_t step, size_t index,
-                                     const std::string& out_dir) {
-  const nlohmann::json& meta = run.Meta();
-  if (!meta.contains("argv") || !meta["argv"].is_array() || meta["argv"].empty()) {
-    return FailedPrecondition(run.dir + "/meta.json has no argv: run " + side +
-                              " cannot be re-run to capture tensors; record it again with "
-                              "`upguard record`");
-  }
-  RecordRequest request;
-  request.run_dir = out_dir;
-  for (const nlohmann::json& arg : meta["argv"]) {
-    if (!arg.is_string())
-      return FailedPrecondition(run.dir + "/meta.json: argv holds a non-string");
-    request.command.push_back(arg.get<std::string>());
-  }
-  if (meta.contains("cwd") && meta["cwd"].is_string()) request.cwd = meta["cwd"].get<std::string>();
-  if (meta.contains("env") && meta["env"].is_object()) {
-    for (const auto& [name, value] : meta["env"].items()) {
-      if (value.is_string()) request.env.emplace_back(name, value.get<std::string>());
-    }
-  }
-  const nlohmann::json options = meta.value("record_options", nlohmann::json::object());
-  request.max_depth = options.value("max_depth", -1);
-  request.ops = JoinOps(options.value("ops", nlohmann::json::array()));
-  request.stats = options.value("stats", true);
-  request.steps = std::to_string(step);
-  request.capture = "step=" + std::to_string(step) + ",index=" + std::to_string(index) + ",stop";
-  request.quiet = true;
-  return request;
-}
-
 StatusOr<Recaptured> Recapture(const Run& run, const char* side, int rank, uint32_t step,
                                size_t index) {
   if (run.world_size > 1) {
@@ -64,7 +24,9 @@ StatusOr<Recaptured> Recapture(const Run& run, const char* side, int rank, uint3
                               " has " + std::to_string(run.world_size) + " ranks");
   }
   const std::string out_dir = run.dir + "/explain";
-  ASSIGN_OR_RETURN(RecordRequest request, RerunRequest(run, side, step, index, out_dir));
+  ASSIGN_OR_RETURN(RecordRequest request, RerunRequest(run, side, "to capture tensors", out_dir));
+  request.steps = std::to_string(step);
+  request.capture = "step=" + std::to_string(step) + ",index=" + std::to_string(index) + ",stop";
   request.overwrite = true;  // RUN/explain is upguard's: the last re-run replaces the one before
   // The re-run's messages stay out of the report. They go straight into RUN/explain, not into
   // the staged run, so that they are there to read when the re-run recorded nothing.

@@ -40,6 +40,8 @@ void SetChildEnvironment(const RecordRequest& request, const std::string& abs_di
       request.against.empty() ? "" : fs::absolute(request.against).lexically_normal().string();
   setenv("UPGUARD_RECORD_AGAINST", against.c_str(), 1);
   setenv("UPGUARD_RECORD_CONTINUE", request.continue_after_divergence ? "1" : "0", 1);
+  setenv("UPGUARD_RECORD_STOP_AFTER_STEPS", request.stop_after_steps ? "1" : "0", 1);
+  setenv("UPGUARD_RECORD_RESUME_FROM", request.resume_from.c_str(), 1);
   if (request.watch) {
     setenv("UPGUARD_WATCH_DIR", abs_dir.c_str(), 1);
   } else {

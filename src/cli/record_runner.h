@@ -25,6 +25,11 @@ struct RecordRequest {
   std::string capture;  // a capture selector (docs/cli.md); "" = none
   std::string against;  // a reference run directory for online comparison; "" = none
   bool continue_after_divergence = false;
+  // End the command after the last step of `steps` (diff --zoom's re-runs), and start it from
+  // the resume point snapshot at this path ("" = from the start; without `.rank<N>.pt`,
+  // python/upguard/_resume.py).
+  bool stop_after_steps = false;
+  std::string resume_from;
   // Also watch the ranks for hangs and stragglers (`record --watch`, docs/watch.md): rings and
   // alerts.jsonl go into the run with the traces, findings to stderr as they are seen.
   bool watch = false;

@@ -281,6 +281,14 @@ class Recorder::Impl {
     ops_in_step_.store(0, std::memory_order_relaxed);
   }
 
+  void SkipTo(int64_t step) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (step <= step_.load()) return;
+    EndStepLocked();
+    step_.store(step);
+    ops_in_step_.store(0, std::memory_order_relaxed);
+  }
+
   void EndStepLocked() {
     if (!writer_ || !enabled_.load()) return;
     uint64_t flags = 0;
@@ -385,6 +393,7 @@ void Recorder::RecordCollective(const CollectiveEvent& event, std::vector<ArgRec
 uint64_t Recorder::collectives_dropped() const { return impl_->collectives_dropped(); }
 uint64_t Recorder::ops_in_step() const { return impl_->ops_in_step(); }
 void Recorder::MarkStep() { impl_->MarkStep(); }
+void Recorder::SkipTo(int64_t step) { impl_->SkipTo(step); }
 Status Recorder::UpdateEngineMeta(std::string_view engine_meta_json) {
   return impl_->UpdateEngineMeta(engine_meta_json);
 }

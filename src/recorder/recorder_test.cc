@@ -191,6 +191,36 @@ TEST(RecorderTest, FingerprintStepsRecordOnlyTheFingerprintOps) {
   EXPECT_EQ(meta["record_options"]["fingerprint"], true);
 }
 
+// A program resumed from its checkpoint of step 5 (upguard.resume_point) skips to it: the
+// window 5:7 is recorded under the program's step numbers, and no step before it is written.
+TEST(RecorderTest, SkipToStartsTheStepAResumedProgramRuns) {
+  RecorderOptions options;
+  options.run_dir = FreshDir("skip_to");
+  options.steps = *ParseStepRange("5:7");
+  auto recorder = std::move(*Recorder::Open(options));
+  recorder->SkipTo(5);
+  EXPECT_EQ(recorder->step(), 5);
+  recorder->SkipTo(3);  // not after the current step: nothing changes
+  EXPECT_EQ(recorder->step(), 5);
+  float value[1] = {1.0f};
+  int64_t sizes[] = {1}, strides[] = {1};
+  for (int step = 5; step < 7; ++step) {
+    EXPECT_TRUE(recorder->StepWanted());
+    OpEvent op;
+    op.op = "aten::add";
+    op.inputs = {Arg::Tensor("self", {DType::kFloat32, sizes, strides, 1, value})};
+    EXPECT_EQ(recorder->Record(op).step, static_cast<uint32_t>(step));
+    recorder->MarkStep();
+  }
+  ASSERT_TRUE(recorder->Close().ok());
+  std::unique_ptr<TraceReader> reader;
+  std::vector<uint32_t> ended;
+  for (const TraceRecord& record : ReadAll(recorder->trace_path(), &reader)) {
+    if (record.type == RecordType::kStepEnd) ended.push_back(record.step_end.step);
+  }
+  EXPECT_EQ(ended, (std::vector<uint32_t>{5, 6}));
+}
+
 // A collective as the PyTorch adapter records one: its op at call return (outputs as aliases),
 // the completion later from a worker thread, with the outputs digested then.
 TEST(RecorderTest, RecordsCollectivesFromAnotherThreadAndDropsLateOnes) {

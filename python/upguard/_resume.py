@@ -1,0 +1,178 @@
+"""Resume points (`upguard.resume_point`, docs/long-runs.md): where a re-run may start.
+
+`upguard diff --zoom` re-runs both recorded commands to record the first divergent step in
+full. Without help, a re-run trains from step 0 to that step. A script that calls
+
+    for step in range(steps):
+        if upguard.resume_point(step, {"model": model, "optimizer": optimizer}):
+            continue        # a re-run resuming at a later snapshot skips this step
+        ...
+
+at the top of each step lets the re-run start at the nearest snapshot instead:
+
+* In a recording (not a re-run), every `every` steps (step > 0), the call writes a snapshot of
+  `state` and of the random generators as step `step` begins, to
+  RUN/resume/step-<S>.rank<R>.pt, where S is the recorder's step (upguard's step count, which
+  --steps and the diff use; the script's own count is kept beside it).
+* In a re-run started with `resume_from` (what --zoom passes), each call before the snapshot's
+  step returns True, so the script skips the step's work; the call at that step loads the
+  snapshot into `state`'s objects and the generators, moves the recorder to the snapshot's step
+  (upguard._C.resume_at) and returns False. The zoomed diff then checks that the re-run
+  reproduced the recorded run (its batches and model state), so a snapshot that misses some of
+  what the steps depend on is reported, not trusted.
+
+What `state` may hold, by name: objects with state_dict()/load_state_dict() (modules,
+optimizers, LR schedulers, GradScalers, a stateful sampler), torch.Generator, numpy's
+Generator and RandomState, random.Random. torch's, CUDA's, numpy's and Python's global
+generators are saved always. Everything else the steps depend on (a data iterator's position)
+must be in `state` or be re-created by the skipped calls: a DataLoader iterated in the loop
+still yields its batches for skipped steps (loading them costs time, not training).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from typing import Any, Dict, Mapping
+
+import numpy as np
+import torch
+
+from upguard import _C
+
+_FORMAT = "upguard.resume/1"
+
+
+class _Resume:
+    """Whether this process resumes, and whether it already did."""
+
+    def __init__(self) -> None:
+        self.loaded = False
+        self.snapshot: Dict[str, Any] = {}
+
+
+_RESUME = _Resume()
+
+
+def _recording():  # type: ignore[no-untyped-def]
+    from upguard import _recording
+    return _recording._active
+
+
+def _save_one(name: str, obj: Any) -> Any:
+    if hasattr(obj, "state_dict") and hasattr(obj, "load_state_dict"):
+        return obj.state_dict()
+    if isinstance(obj, torch.Generator):
+        return obj.get_state()
+    if isinstance(obj, np.random.Generator):
+        return obj.bit_generator.state
+    if isinstance(obj, np.random.RandomState):
+        return obj.get_state()
+    if isinstance(obj, random.Random):
+        return obj.getstate()
+    raise TypeError(
+        f"upguard.resume_point: state[{name!r}] is a {type(obj).__name__}, which upguard cannot "
+        "save and restore in place; pass objects with state_dict()/load_state_dict(), or a "
+        "torch, numpy or random generator")
+
+
+def _load_one(name: str, obj: Any, saved: Any) -> None:
+    if hasattr(obj, "state_dict") and hasattr(obj, "load_state_dict"):
+        obj.load_state_dict(saved)
+    elif isinstance(obj, torch.Generator):
+        obj.set_state(saved)
+    elif isinstance(obj, np.random.Generator):
+        obj.bit_generator.state = saved
+    elif isinstance(obj, np.random.RandomState):
+        obj.set_state(saved)
+    elif isinstance(obj, random.Random):
+        obj.setstate(saved)
+    else:
+        _save_one(name, obj)  # raises the same error as saving would
+
+
+def _globals() -> Dict[str, Any]:
+    out: Dict[str, Any] = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(),
+                           "random": random.getstate()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        out["cuda"] = torch.cuda.get_rng_state_all()
+    return out
+
+
+def _set_globals(saved: Mapping[str, Any]) -> None:
+    torch.set_rng_state(saved["torch"])
+    np.random.set_state(saved["numpy"])
+    random.setstate(saved["random"])
+    if "cuda" in saved and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(saved["cuda"])
+
+
+def _snapshot_path(recording: Any, step: int) -> str:
+    return os.path.join(recording.run_dir, "resume", f"step-{step}.rank{recording.rank}.pt")
+
+
+def _save(recording: Any, step: int, state: Mapping[str, Any]) -> None:
+    recorder_step = int(_C.current_step())
+    snapshot = {"format": _FORMAT, "step": step, "recorder_step": recorder_step,
+                "state": {name: _save_one(name, obj) for name, obj in state.items()},
+                "generators": _globals()}
+    path = _snapshot_path(recording, recorder_step)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    torch.save(snapshot, path + ".tmp")
+    os.replace(path + ".tmp", path)
+
+
+def _load(path: str) -> Dict[str, Any]:
+    try:
+        snapshot = torch.load(path, weights_only=False)
+    except Exception as e:  # a missing, truncated or foreign file: say which
+        raise RuntimeError(f"upguard.resume_point: cannot read the snapshot {path}: {e}") from e
+    if not isinstance(snapshot, dict) or snapshot.get("format") != _FORMAT:
+        raise RuntimeError(f"upguard.resume_point: {path} is not an upguard resume snapshot "
+                           f"({_FORMAT}); was it written by upguard.resume_point?")
+    return snapshot
+
+
+def _resume(recording: Any, step: int, state: Mapping[str, Any]) -> bool:
+    if not _RESUME.snapshot:
+        _RESUME.snapshot = _load(f"{recording.resume_from}.rank{recording.rank}.pt")
+    target = int(_RESUME.snapshot["step"])
+    if step < target:
+        return True
+    if step > target:
+        raise RuntimeError(
+            f"upguard.resume_point: called first at step {step}, after the snapshot's step "
+            f"{target} ({recording.resume_from}); call it at the top of every step")
+    saved = _RESUME.snapshot["state"]
+    missing = sorted(set(state) ^ set(saved))
+    if missing:
+        raise RuntimeError(
+            f"upguard.resume_point: the state's names {sorted(state)} are not the snapshot's "
+            f"{sorted(saved)} ({recording.resume_from}); pass the same state as when recorded")
+    for name, obj in state.items():
+        _load_one(name, obj, saved[name])
+    _set_globals(_RESUME.snapshot["generators"])
+    _C.resume_at(int(_RESUME.snapshot["recorder_step"]))
+    _RESUME.loaded = True
+    _RESUME.snapshot = {}
+    return False
+
+
+def resume_point(step: int, state: Mapping[str, Any], every: int = 50) -> bool:
+    """Call at the top of every step, before the step draws data or random numbers.
+
+    Returns True when the step is to be skipped: only in a re-run of `upguard diff --zoom`
+    that resumes at a later snapshot. Recording, saves a snapshot of `state` (objects by name,
+    see upguard/_resume.py) and the random generators every `every` steps; not recording, does
+    nothing and returns False.
+    """
+    recording = _recording()
+    if recording is None:
+        return False
+    if recording.resume_from and not _RESUME.loaded:
+        return _resume(recording, step, state)
+    if recording.resume_from:
+        return False  # resumed: a re-run writes no snapshots
+    if every > 0 and step > 0 and step % every == 0:
+        _save(recording, step, state)
+    return False

@@ -1,0 +1,48 @@
+#include "cli/rerun_request.h"
+
+#include <nlohmann/json.hpp>
+
+namespace upguard {
+namespace {
+
+std::string JoinOps(const nlohmann::json& ops) {
+  std::string text;
+  if (!ops.is_array()) return text;
+  for (const nlohmann::json& op : ops) {
+    if (op.is_string()) text += (text.empty() ? "" : ",") + op.get<std::string>();
+  }
+  return text;
+}
+
+}  // namespace
+
+StatusOr<RecordRequest> RerunRequest(const Run& run, const char* side, const char* purpose,
+                                     const std::string& out_dir) {
+  const nlohmann::json& meta = run.Meta();
+  if (!meta.contains("argv") || !meta["argv"].is_array() || meta["argv"].empty()) {
+    return FailedPrecondition(run.dir + "/meta.json has no argv: run " + side +
+                              " cannot be re-run " + purpose +
+                              "; record it again with `upguard record`");
+  }
+  RecordRequest request;
+  request.run_dir = out_dir;
+  for (const nlohmann::json& arg : meta["argv"]) {
+    if (!arg.is_string())
+      return FailedPrecondition(run.dir + "/meta.json: argv holds a non-string");
+    request.command.push_back(arg.get<std::string>());
+  }
+  if (meta.contains("cwd") && meta["cwd"].is_string()) request.cwd = meta["cwd"].get<std::string>();
+  if (meta.contains("env") && meta["env"].is_object()) {
+    for (const auto& [name, value] : meta["env"].items()) {
+      if (value.is_string()) request.env.emplace_back(name, value.get<std::string>());
+    }
+  }
+  const nlohmann::json options = meta.value("record_options", nlohmann::json::object());
+  request.max_depth = options.value("max_depth", -1);
+  request.ops = JoinOps(options.value("ops", nlohmann::json::array()));
+  request.stats = options.value("stats", true);
+  request.quiet = true;
+  return request;
+}
+
+}  // namespace upguard
