@@ -108,6 +108,17 @@ def _start_from_env() -> None:
     if not os.environ.get("UPGUARD_RECORD_DIR") or _started_by_a_recording():
         return
     os.environ["UPGUARD_RECORDING_PID"] = str(os.getpid())
+    package = sys.modules.get("upguard")
+    if package is not None and not hasattr(package, "start"):
+        # The program imported upguard before torch: torch is being imported by upguard's own
+        # import, which has not defined upguard.start yet. Its __init__ calls this at its end
+        # (this module is loaded by path, not as upguard._autostart: the package holds it).
+        package._start_after_import = _start_recording
+        return
+    _start_recording()
+
+
+def _start_recording() -> None:
     import upguard
 
     depth = os.environ.get("UPGUARD_RECORD_MAX_DEPTH", "")

@@ -19,16 +19,22 @@ std::string JoinOps(const nlohmann::json& ops) {
 StatusOr<RecordRequest> RerunRequest(const Run& run, const char* side, const char* purpose,
                                      const std::string& out_dir) {
   const nlohmann::json& meta = run.Meta();
-  if (!meta.contains("argv") || !meta["argv"].is_array() || meta["argv"].empty()) {
+  // Several ranks: the command that launched them (torchrun's), not a worker's.
+  const char* key = meta.contains("launcher_argv") && meta["launcher_argv"].is_array() &&
+                            !meta["launcher_argv"].empty()
+                        ? "launcher_argv"
+                        : "argv";
+  if (!meta.contains(key) || !meta[key].is_array() || meta[key].empty()) {
     return FailedPrecondition(run.dir + "/meta.json has no argv: run " + side +
                               " cannot be re-run " + purpose +
                               "; record it again with `upguard record`");
   }
   RecordRequest request;
   request.run_dir = out_dir;
-  for (const nlohmann::json& arg : meta["argv"]) {
-    if (!arg.is_string())
-      return FailedPrecondition(run.dir + "/meta.json: argv holds a non-string");
+  for (const nlohmann::json& arg : meta[key]) {
+    if (!arg.is_string()) {
+      return FailedPrecondition(run.dir + "/meta.json: " + key + " holds a non-string");
+    }
     request.command.push_back(arg.get<std::string>());
   }
   if (meta.contains("cwd") && meta["cwd"].is_string()) request.cwd = meta["cwd"].get<std::string>();

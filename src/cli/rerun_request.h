@@ -1,4 +1,5 @@
-// The re-run of a recorded command, from its run metadata (meta.json): argv, working directory,
+// The re-run of a recorded command, from its run metadata (meta.json): argv (the launcher's,
+// torchrun's, for several ranks), working directory,
 // the numerics-relevant environment and the recording options that decide which ops get an
 // index (max depth, op filters, stats). `diff --explain` adds a capture, `diff --zoom` a step
 // window and a resume point.

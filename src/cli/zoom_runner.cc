@@ -128,10 +128,15 @@ StatusOr<ZoomedRun> ZoomSide(const Run& run, const char* side, const Zoom& zoom)
 }  // namespace
 
 StatusOr<std::optional<Zoom>> ZoomIn(const Run& a, const Run& b, const Conclusion& fingerprints) {
+  // The first divergent step; of the ranks there, the one the ranks' order names first.
   const RankDiff* first = nullptr;
+  const std::optional<int> named = fingerprints.order ? fingerprints.order->first : std::nullopt;
   for (const RankDiff& rank : fingerprints.result.ranks) {
     if (!rank.fingerprint) continue;
-    if (first == nullptr || rank.fingerprint->step < first->fingerprint->step) first = &rank;
+    if (first == nullptr || rank.fingerprint->step < first->fingerprint->step ||
+        (rank.fingerprint->step == first->fingerprint->step && named == rank.rank)) {
+      first = &rank;
+    }
   }
   if (first == nullptr) return std::optional<Zoom>();
   Zoom zoom;

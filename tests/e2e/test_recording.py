@@ -118,6 +118,25 @@ def test_record_passes_the_exit_code_and_keeps_the_prefix_of_a_crash(tmp_path):
     assert len(shown["steps"]) >= 1
 
 
+def test_a_program_that_imports_upguard_before_torch_is_recorded(tmp_path):
+    """upguard's own import imports torch: the recording starts once upguard is imported."""
+    script = tmp_path / "upguard_first.py"
+    script.write_text(textwrap.dedent("""
+        import upguard
+        import torch
+        x = torch.ones(3)
+        for step in range(2):
+            y = torch.nn.functional.gelu(x * 2)
+            upguard.step()
+        """))
+    result = upguard("record", "-o", tmp_path / "run", "--", PYTHON, script)
+    assert result.returncode == 0, result.stderr
+    assert "could not start" not in result.stderr
+    shown = show_json(tmp_path / "run")
+    assert [s["step"] for s in shown["steps"]] == [0, 1]
+    assert "aten::gelu" in [op["op"] for op in shown["steps"][1]["ops"]]
+
+
 def test_a_program_that_never_imports_torch_is_reported(tmp_path):
     result = upguard("record", "-o", tmp_path / "run", "--", PYTHON, "-c", "print('hi')")
     assert result.returncode == 2
