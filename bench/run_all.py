@@ -85,6 +85,24 @@ def fingerprint_section(build: Path, quick: bool) -> str:
             "\n".join(verdicts))
 
 
+def zoom_section(build: Path, quick: bool) -> str:
+    with tempfile.NamedTemporaryFile(suffix=".json") as row_file:
+        table = run([PYTHON, "bench/zoom_resume.py", "--build", str(build), "--json",
+                     row_file.name] + (["--quick"] if quick else []))
+        try:
+            row = json.load(open(row_file.name))
+        except (OSError, ValueError):
+            row = None
+    verdict = "" if row is None else (
+        f"- resuming saved {row['saved'] * 100:.0f} % of the zoom's time on a {row['steps']}-step "
+        f"run (target: measured on >= 200 steps): **{'PASS' if row['steps'] >= 200 and "
+        f"row['saved'] > 0 and row['same_op'] else 'MISS'}**; both zooms name {row['op']}")
+    return ("## Zoom time saved by resume points (diff --zoom)\n\n`bench/zoom_resume.py`: "
+            "`upguard diff --zoom` on two fingerprint runs, resumed at their "
+            "`upguard.resume_point` snapshots and from step 0, alternating; medians.\n\n" +
+            table + "\n\n" + verdict)
+
+
 def torches_section(build: Path, quick: bool) -> str:
     """The training overhead under Debian's torch 1.13 and PyPI's torch 2.x, one after the
     other in this run: the same GPT, steps and configurations (ratios are within each torch)."""
@@ -168,6 +186,7 @@ def watch_section(build: Path, quick: bool) -> str:
 
 
 SECTIONS = {"training": training_section, "fingerprint": fingerprint_section,
+            "zoom": zoom_section,
             "torches": torches_section, "watch": watch_section,
             "digest": lambda build, quick: digest_section(build),
             "diff": lambda build, quick: diff_section(build), "multirank": multirank_section}
