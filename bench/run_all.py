@@ -93,10 +93,12 @@ def zoom_section(build: Path, quick: bool) -> str:
             row = json.load(open(row_file.name))
         except (OSError, ValueError):
             row = None
-    verdict = "" if row is None else (
-        f"- resuming saved {row['saved'] * 100:.0f} % of the zoom's time on a {row['steps']}-step "
-        f"run (target: measured on >= 200 steps): **{'PASS' if row['steps'] >= 200 and "
-        f"row['saved'] > 0 and row['same_op'] else 'MISS'}**; both zooms name {row['op']}")
+    verdict = ""
+    if row is not None:
+        ok = row["steps"] >= 200 and row["saved"] > 0 and row["same_op"]
+        verdict = (f"- resuming saved {row['saved'] * 100:.0f} % of the zoom's time on a "
+                   f"{row['steps']}-step run (target: measured on >= 200 steps): "
+                   f"**{'PASS' if ok else 'MISS'}**; both zooms name {row['op']}")
     return ("## Zoom time saved by resume points (diff --zoom)\n\n`bench/zoom_resume.py`: "
             "`upguard diff --zoom` on two fingerprint runs, resumed at their "
             "`upguard.resume_point` snapshots and from step 0, alternating; medians.\n\n" +

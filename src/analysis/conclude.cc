@@ -75,8 +75,9 @@ Status ExplainConclusion(const Run& a, const Run& b, const ConcludeOptions& opti
     if (options.policy) {
       const RankTrace& trace = a.ranks[rank->rank];
       const OpRecord& op = *rank->numeric->a.op;
-      ApplyTolerance(options.policy->For(trace.Str(op.op), trace.Str(op.module)),
-                     &conclusion->explained->explanation);
+      ApplyTolerance(
+          options.policy->For(trace.Str(op.op), trace.Str(op.module), PhaseName(op.phase)),
+          &conclusion->explained->explanation);
     }
     break;
   }

@@ -70,6 +70,9 @@ std::string RuleText(const TolerancePolicy::Rule& rule) {
       return "module " + rule.pattern + " " + rule.tolerance.ToString();
     case Kind::kNondeterministic:
       return "nondeterministic " + rule.pattern;
+    case Kind::kAt:
+      return "at " + rule.phase + " " + (rule.module.empty() ? "-" : rule.module) + " " +
+             rule.pattern + " " + rule.tolerance.ToString();
   }
   return "";
 }
@@ -105,8 +108,8 @@ bool StatsWithin(const Tolerance& t, DType dtype, const TensorStats& a, const Te
 }
 
 Tolerated PolicyJudge::Judge(const ArgRecord& a, const ArgRecord& b, std::string_view op,
-                             std::string_view module) const {
-  const Tolerance t = policy_.For(op, module);
+                             std::string_view module, std::string_view phase) const {
+  const Tolerance t = policy_.For(op, module, phase);
   if (a.dtype != b.dtype || a.shape != b.shape || t.kind == Tolerance::Kind::kBitwise) {
     return Tolerated::kBeyond;
   }
@@ -114,8 +117,9 @@ Tolerated PolicyJudge::Judge(const ArgRecord& a, const ArgRecord& b, std::string
   return StatsWithin(t, a.dtype, a.stats, b.stats) ? Tolerated::kWithin : Tolerated::kBeyond;
 }
 
-std::string PolicyJudge::Describe(std::string_view op, std::string_view module) const {
-  return policy_.For(op, module).ToString();
+std::string PolicyJudge::Describe(std::string_view op, std::string_view module,
+                                  std::string_view phase) const {
+  return policy_.For(op, module, phase).ToString();
 }
 
 bool PolicyJudge::Nondeterministic(std::string_view op) const {

@@ -41,8 +41,9 @@ class PolicyJudge : public ToleranceJudge {
   // Different dtype or shape: kBeyond. Bitwise tolerance: kBeyond. A side without statistics
   // (recorded with --no-stats, integer and bool tensors): kNoStats. Else StatsWithin.
   Tolerated Judge(const ArgRecord& a, const ArgRecord& b, std::string_view op,
-                  std::string_view module) const override;
-  std::string Describe(std::string_view op, std::string_view module) const override;
+                  std::string_view module, std::string_view phase) const override;
+  std::string Describe(std::string_view op, std::string_view module,
+                       std::string_view phase) const override;
   bool Nondeterministic(std::string_view op) const override;
   // The rules as a policy file writes them, "; "-separated, "default bitwise" first when no
   // default rule is given: "default rel:1e-05; op aten::mm ulp:4; nondeterministic aten::i*".

@@ -91,16 +91,16 @@ TEST(TolerantCompareTest, JudgeNeedsStatisticsAndTheSameDtypeAndShape) {
   a.stats = Stats(-1.0, 2.0, 0.25, 10.0, 4);
   ArgRecord b = a;
   b.stats.l2 = 10.000001;
-  EXPECT_EQ(judge.Judge(a, b, "aten::mm", ""), Tolerated::kWithin);
+  EXPECT_EQ(judge.Judge(a, b, "aten::mm", "", "forward"), Tolerated::kWithin);
   b.stats.l2 = 10.0001;
-  EXPECT_EQ(judge.Judge(a, b, "aten::mm", ""), Tolerated::kBeyond);
+  EXPECT_EQ(judge.Judge(a, b, "aten::mm", "", "forward"), Tolerated::kBeyond);
   b = a;
   b.shape = {2, 2};
-  EXPECT_EQ(judge.Judge(a, b, "aten::mm", ""), Tolerated::kBeyond);
+  EXPECT_EQ(judge.Judge(a, b, "aten::mm", "", "forward"), Tolerated::kBeyond);
   b = a;
   b.has_stats = false;  // recorded with --no-stats
-  EXPECT_EQ(judge.Judge(a, b, "aten::mm", ""), Tolerated::kNoStats);
-  EXPECT_EQ(judge.Describe("aten::mm", "fc"), "rel:1e-06");
+  EXPECT_EQ(judge.Judge(a, b, "aten::mm", "", "forward"), Tolerated::kNoStats);
+  EXPECT_EQ(judge.Describe("aten::mm", "fc", "forward"), "rel:1e-06");
 }
 
 TEST(TolerantCompareTest, OptionsMakeOnePolicyInOrder) {
@@ -116,9 +116,9 @@ TEST(TolerantCompareTest, OptionsMakeOnePolicyInOrder) {
   EXPECT_EQ(judge.Summary(),
             "default rel:1e-06; op aten::mm ulp:4; module blocks.* rel:1e-05; nondeterministic "
             "aten::index_add_*; nondeterministic aten::scatter_add_");
-  EXPECT_EQ(judge.Describe("aten::mm", "head"), "ulp:4");
-  EXPECT_EQ(judge.Describe("aten::mm", "blocks.0"), "rel:1e-05");  // the last match wins
-  EXPECT_EQ(judge.Describe("aten::add", "head"), "rel:1e-06");
+  EXPECT_EQ(judge.Describe("aten::mm", "head", "forward"), "ulp:4");
+  EXPECT_EQ(judge.Describe("aten::mm", "blocks.0", "forward"), "rel:1e-05");  // the last match wins
+  EXPECT_EQ(judge.Describe("aten::add", "head", "forward"), "rel:1e-06");
   EXPECT_TRUE(judge.Nondeterministic("aten::index_add_"));
   EXPECT_FALSE(judge.Nondeterministic("aten::index_select"));
 
@@ -146,7 +146,8 @@ TEST(TolerantCompareTest, BadOptionsNameTheOption) {
   EXPECT_EQ(PolicyFromOptions("", path, "").status().message(),
             path +
                 ":2: unknown rule \"ops\"; a rule is `default TOLERANCE`, `op GLOB TOLERANCE`, "
-                "`module GLOB TOLERANCE` or `nondeterministic GLOB`");
+                "`module GLOB TOLERANCE`, `at PHASE MODULE OP TOLERANCE` or "
+                "`nondeterministic GLOB`");
 }
 
 }  // namespace

@@ -48,19 +48,25 @@ bool ComparisonWithin(const Tolerance& t, const ElementComparison& c);
 //   op aten::softmax* ulp:4
 //   module blocks.*.attn rel:1e-5,abs:1e-7
 //   nondeterministic aten::index_add_*
-// Globs use '*' and '?' (GlobMatch); for a tolerance the last matching rule wins.
+//   at forward blocks.0.mlp aten::index_add_ ulp:16   # one op identity: phase, module, op
+// Globs use '*' and '?' (GlobMatch); for a tolerance the last matching rule wins. In an `at`
+// rule the module "-" stands for no module (ops called outside every module).
 struct TolerancePolicy {
   struct Rule {
-    enum class Kind : uint8_t { kDefault, kOp, kModule, kNondeterministic };
+    enum class Kind : uint8_t { kDefault, kOp, kModule, kNondeterministic, kAt };
     Kind kind = Kind::kDefault;
-    std::string pattern;  // empty for kDefault
+    std::string pattern;  // empty for kDefault; the op glob for kAt
+    std::string phase;    // kAt: the phase glob ("forward", "*")
+    std::string module;   // kAt: the module glob ("" for "-")
     Tolerance tolerance;  // unused for kNondeterministic
     int line = 0;         // where it was read, 1-based
   };
   std::vector<Rule> rules;  // in file order
 
-  // The tolerance of the last default, op or module rule that matches; bitwise if none does.
-  Tolerance For(std::string_view op, std::string_view module) const;
+  // The tolerance of the last default, op, module or at rule that matches; bitwise if none
+  // does. `phase` is PhaseName's ("forward"); an `at` rule matches only an op whose phase,
+  // module and name its globs match.
+  Tolerance For(std::string_view op, std::string_view module, std::string_view phase) const;
   // True when a nondeterministic rule matches the op.
   bool Nondeterministic(std::string_view op) const;
 };

@@ -8,8 +8,8 @@ namespace upguard {
 namespace {
 
 constexpr std::string_view kRuleForms =
-    "a rule is `default TOLERANCE`, `op GLOB TOLERANCE`, `module GLOB TOLERANCE` or "
-    "`nondeterministic GLOB`";
+    "a rule is `default TOLERANCE`, `op GLOB TOLERANCE`, `module GLOB TOLERANCE`, "
+    "`at PHASE MODULE OP TOLERANCE` or `nondeterministic GLOB`";
 
 std::vector<std::string> Words(std::string_view line) {
   std::istringstream in{std::string(line)};
@@ -33,18 +33,28 @@ Status ParseRule(const std::vector<std::string>& words, TolerancePolicy::Rule* r
   } else if (keyword == "nondeterministic") {
     rule->kind = Kind::kNondeterministic;
     expected_words = 2;
+  } else if (keyword == "at") {
+    rule->kind = Kind::kAt;
+    expected_words = 5;
   } else {
     return InvalidArgument("unknown rule \"" + keyword + "\"; " + std::string(kRuleForms));
   }
   if (words.size() != expected_words) {
     return InvalidArgument("\"" + keyword + "\" takes " +
-                           (expected_words == 3            ? "a glob and a tolerance"
+                           (expected_words == 5   ? "a phase, a module, an op and a tolerance"
+                            : expected_words == 3 ? "a glob and a tolerance"
                             : rule->kind == Kind::kDefault ? "a tolerance"
                                                            : "a glob") +
                            ", got " + std::to_string(words.size() - 1) + " words; " +
                            std::string(kRuleForms));
   }
-  if (rule->kind != Kind::kDefault) rule->pattern = words[1];
+  if (rule->kind == Kind::kAt) {
+    rule->phase = words[1];
+    rule->module = words[2] == "-" ? "" : words[2];
+    rule->pattern = words[3];
+  } else if (rule->kind != Kind::kDefault) {
+    rule->pattern = words[1];
+  }
   if (rule->kind == Kind::kNondeterministic) return Status::Ok();
   ASSIGN_OR_RETURN(rule->tolerance, ParseTolerance(words.back()));
   return Status::Ok();
@@ -76,10 +86,13 @@ StatusOr<TolerancePolicy> ParseTolerancePolicy(std::string_view text, std::strin
   return policy;
 }
 
-Tolerance TolerancePolicy::For(std::string_view op, std::string_view module) const {
+Tolerance TolerancePolicy::For(std::string_view op, std::string_view module,
+                               std::string_view phase) const {
   Tolerance tolerance;
   for (const Rule& rule : rules) {
-    const bool matches = rule.kind == Rule::Kind::kDefault ||
+    const bool at = rule.kind == Rule::Kind::kAt && GlobMatch(rule.phase, phase) &&
+                    GlobMatch(rule.module, module) && GlobMatch(rule.pattern, op);
+    const bool matches = rule.kind == Rule::Kind::kDefault || at ||
                          (rule.kind == Rule::Kind::kOp && GlobMatch(rule.pattern, op)) ||
                          (rule.kind == Rule::Kind::kModule && GlobMatch(rule.pattern, module));
     if (matches) tolerance = rule.tolerance;

@@ -224,23 +224,52 @@ TEST(TolerancePolicyTest, LastMatchingRuleWins) {
   EXPECT_EQ(policy->rules[1].line, 4);
   EXPECT_EQ(policy->rules[4].kind, TolerancePolicy::Rule::Kind::kNondeterministic);
 
-  EXPECT_EQ(policy->For("aten::mm", "blocks.0.mlp").ToString(), "rel:1e-06");
-  EXPECT_EQ(policy->For("aten::softmax", "blocks.0.mlp").ToString(), "ulp:4");
-  EXPECT_EQ(policy->For("aten::softmax", "blocks.1.attn").ToString(), "rel:1e-05,abs:1e-07");
-  EXPECT_EQ(policy->For("aten::_softmax", "blocks.1.attn").ToString(), "bitwise");
-  EXPECT_EQ(policy->For("aten::mm", "blocks.1.attn.proj").ToString(), "rel:1e-06");
+  EXPECT_EQ(policy->For("aten::mm", "blocks.0.mlp", "forward").ToString(), "rel:1e-06");
+  EXPECT_EQ(policy->For("aten::softmax", "blocks.0.mlp", "forward").ToString(), "ulp:4");
+  EXPECT_EQ(policy->For("aten::softmax", "blocks.1.attn", "forward").ToString(),
+            "rel:1e-05,abs:1e-07");
+  EXPECT_EQ(policy->For("aten::_softmax", "blocks.1.attn", "forward").ToString(), "bitwise");
+  EXPECT_EQ(policy->For("aten::mm", "blocks.1.attn.proj", "forward").ToString(), "rel:1e-06");
   EXPECT_TRUE(policy->Nondeterministic("aten::index_add_"));
   EXPECT_FALSE(policy->Nondeterministic("aten::index_add"));
   EXPECT_FALSE(policy->Nondeterministic("aten::softmax"));
 
   StatusOr<TolerancePolicy> empty = ParseTolerancePolicy("# nothing\n\n", "empty.txt");
   ASSERT_TRUE(empty.ok());
-  EXPECT_EQ(empty->For("aten::mm", "").kind, Tolerance::Kind::kBitwise);
+  EXPECT_EQ(empty->For("aten::mm", "", "forward").kind, Tolerance::Kind::kBitwise);
+}
+
+// `at PHASE MODULE OP TOLERANCE` (what upguard calibrate writes): one op identity; "-" is the
+// empty module of an op outside every module.
+TEST(TolerancePolicyTest, AtRulesMatchPhaseModuleAndOp) {
+  StatusOr<TolerancePolicy> policy = ParseTolerancePolicy(
+      "default bitwise\n"
+      "at forward blocks.0.mlp aten::index_add_ ulp:16\n"
+      "at backward blocks.* aten::mm rel:1e-6\n"
+      "at other - upguard::state rel:1e-5\n",
+      "cal.txt");
+  ASSERT_TRUE(policy.ok()) << policy.status().ToString();
+  ASSERT_EQ(policy->rules.size(), 4u);
+  EXPECT_EQ(policy->rules[3].module, "");
+  EXPECT_EQ(policy->For("aten::index_add_", "blocks.0.mlp", "forward").ToString(), "ulp:16");
+  EXPECT_EQ(policy->For("aten::index_add_", "blocks.0.mlp", "backward").ToString(), "bitwise");
+  EXPECT_EQ(policy->For("aten::index_add_", "blocks.1.mlp", "forward").ToString(), "bitwise");
+  EXPECT_EQ(policy->For("aten::mm", "blocks.1.attn", "backward").ToString(), "rel:1e-06");
+  EXPECT_EQ(policy->For("aten::mm", "blocks.1.attn", "forward").ToString(), "bitwise");
+  EXPECT_EQ(policy->For("upguard::state", "", "other").ToString(), "rel:1e-05");
+  EXPECT_EQ(policy->For("upguard::state", "head", "other").ToString(), "bitwise");
+  StatusOr<TolerancePolicy> short_rule = ParseTolerancePolicy("at forward aten::mm ulp:4\n", "p");
+  ASSERT_FALSE(short_rule.ok());
+  EXPECT_NE(short_rule.status().message().find(
+                "p:1: \"at\" takes a phase, a module, an op and a tolerance, got 3 words"),
+            std::string::npos)
+      << short_rule.status().message();
 }
 
 TEST(TolerancePolicyTest, ErrorsNameTheFileAndLine) {
   const std::string forms =
-      "a rule is `default TOLERANCE`, `op GLOB TOLERANCE`, `module GLOB TOLERANCE` or "
+      "a rule is `default TOLERANCE`, `op GLOB TOLERANCE`, `module GLOB TOLERANCE`, "
+      "`at PHASE MODULE OP TOLERANCE` or "
       "`nondeterministic GLOB`";
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"default rel:1e-6\nops aten::mm ulp:1\n", "tol.txt:2: unknown rule \"ops\"; " + forms},

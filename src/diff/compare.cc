@@ -54,13 +54,13 @@ std::vector<ArgComparison> CompareArgs(const std::vector<ArgRecord>& a,
 }
 
 void JudgeSlots(const ToleranceJudge& judge, std::string_view op, std::string_view module,
-                std::vector<ArgComparison>* slots) {
+                std::string_view phase, std::vector<ArgComparison>* slots) {
   for (ArgComparison& slot : *slots) {
     if (slot.equal || slot.a == nullptr || slot.b == nullptr || slot.a->kind != ArgKind::kTensor ||
         slot.b->kind != ArgKind::kTensor) {
       continue;
     }
-    slot.tolerated = judge.Judge(*slot.a, *slot.b, op, module);
+    slot.tolerated = judge.Judge(*slot.a, *slot.b, op, module, phase);
   }
 }
 

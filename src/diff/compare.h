@@ -27,7 +27,7 @@ std::vector<ArgComparison> CompareArgs(const std::vector<ArgRecord>& a,
 
 // Judges each tensor slot that is not equal against the op's tolerance (sets `tolerated`).
 void JudgeSlots(const ToleranceJudge& judge, std::string_view op, std::string_view module,
-                std::vector<ArgComparison>* slots);
+                std::string_view phase, std::vector<ArgComparison>* slots);
 
 // The op enclosing ops[index]: in completion order, the first later op that is shallower.
 std::optional<size_t> ParentIndex(const std::vector<OpRecord>& ops, size_t index);

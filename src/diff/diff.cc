@@ -59,8 +59,8 @@ void NoteWithin(const NumericDivergence& within, const RankTrace& ta, const Tole
   if (summary->within_ops++ > 0) return;
   summary->first_within_a = within.a;
   summary->first_within_b = within.b;
-  summary->first_within_tolerance =
-      judge.Describe(ta.Str(within.a.op->op), ta.Str(within.a.op->module));
+  summary->first_within_tolerance = judge.Describe(
+      ta.Str(within.a.op->op), ta.Str(within.a.op->module), PhaseName(within.a.op->phase));
 }
 
 // The walk of one rank: the two traces and the options, and what it carries from step to step

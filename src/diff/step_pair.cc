@@ -77,8 +77,8 @@ OpOutcome StepPair::CompareOp(KeyMatch ops, NumericDivergence* out) const {
     }
   }
   if (judge_ != nullptr) {
-    JudgeSlots(*judge_, ta.Str(a.op), ta.Str(a.module), &inputs);
-    JudgeSlots(*judge_, ta.Str(a.op), ta.Str(a.module), &outputs);
+    JudgeSlots(*judge_, ta.Str(a.op), ta.Str(a.module), PhaseName(a.phase), &inputs);
+    JudgeSlots(*judge_, ta.Str(a.op), ta.Str(a.module), PhaseName(a.phase), &outputs);
   }
   std::optional<size_t> bad_tensor_input;
   bool within = false;
@@ -112,7 +112,8 @@ OpOutcome StepPair::CompareOp(KeyMatch ops, NumericDivergence* out) const {
     out->b = at_b;
     out->inputs = std::move(inputs);
     out->outputs = std::move(outputs);
-    if (judge_ != nullptr) out->tolerance = judge_->Describe(ta.Str(a.op), ta.Str(a.module));
+    if (judge_ != nullptr)
+      out->tolerance = judge_->Describe(ta.Str(a.op), ta.Str(a.module), PhaseName(a.phase));
     return OpOutcome::kLatent;
   }
   if (!bad_tensor_input && !output_differs) {
@@ -133,7 +134,8 @@ OpOutcome StepPair::CompareOp(KeyMatch ops, NumericDivergence* out) const {
   } else {
     out->verdict = Verdict::kCulprit;
   }
-  if (judge_ != nullptr) out->tolerance = judge_->Describe(ta.Str(a.op), ta.Str(a.module));
+  if (judge_ != nullptr)
+    out->tolerance = judge_->Describe(ta.Str(a.op), ta.Str(a.module), PhaseName(a.phase));
   return OpOutcome::kDiverges;
 }
 

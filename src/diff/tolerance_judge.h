@@ -41,11 +41,13 @@ inline std::string_view ToleratedName(Tolerated tolerated) {
 class ToleranceJudge {
  public:
   virtual ~ToleranceJudge() = default;
-  // Two tensor records whose digests differ, of op `op` (module path `module`).
+  // Two tensor records whose digests differ, of op `op` (module path `module`, phase `phase`
+  // as PhaseName writes it).
   virtual Tolerated Judge(const ArgRecord& a, const ArgRecord& b, std::string_view op,
-                          std::string_view module) const = 0;
+                          std::string_view module, std::string_view phase) const = 0;
   // The tolerance the op gets, as text: "rel:1e-05", "bitwise".
-  virtual std::string Describe(std::string_view op, std::string_view module) const = 0;
+  virtual std::string Describe(std::string_view op, std::string_view module,
+                               std::string_view phase) const = 0;
   // Ops known to be nondeterministic: a divergence of their own is listed, not the verdict.
   virtual bool Nondeterministic(std::string_view op) const = 0;
   // One line for the report's header: "default rel:1e-05, 2 rules from tol.txt, ...".
