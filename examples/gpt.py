@@ -7,6 +7,7 @@ with GELU, learned position embeddings, a tied-free output head.
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import dataclass
 
 from typing import Optional
@@ -91,6 +92,7 @@ class MLP(nn.Module):
         self.proj = nn.Linear(4 * config.n_embd, config.n_embd)
         self.extra_op = False  # the demo's "extra op" change
         self.overflow = False  # the "overflow" plant
+        self.noisy_sum = False  # gpt_train.py --noisy-sum: nondeterministic by design
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.act(self.fc(x))
@@ -98,7 +100,18 @@ class MLP(nn.Module):
             h = h * 1.0
         if self.overflow:  # exp of activations scaled far past what float32 holds: +inf
             h = torch.exp(h * 1e4)
+        if self.noisy_sum:
+            return self.noisy_projection(h)
         return self.proj(h)
+
+    def noisy_projection(self, h: torch.Tensor) -> torch.Tensor:
+        """proj(h) as four partial products summed in an order drawn from the OS at each call:
+        what GPU atomics (index_add_, scatter_add_) do to a sum, on the CPU. Runs of one
+        program then differ in the last bits, and the difference spreads."""
+        order = random.SystemRandom().sample(range(4), 4)
+        weights = self.proj.weight.chunk(4, dim=1)
+        parts = [F.linear(c, w) for c, w in zip(h.chunk(4, dim=-1), weights)]
+        return torch.stack([parts[i] for i in order]).sum(0) + self.proj.bias
 
 
 class Block(nn.Module):

@@ -32,6 +32,10 @@ torch 2.x training idioms, each off by default (the 1.13 op stream is unchanged)
   --compile model|method      torch.compile(model), or model.compile() (torch.nn.Module.compile)
   --module-hooks              a global forward hook on every module (register_module_forward_hook)
 
+--noisy-sum makes the run nondeterministic by design: blocks.0.mlp sums its output projection's
+four partial products in an order drawn from the OS at each call, as GPU atomics would
+(`upguard calibrate` learns that noise, docs/long-runs.md).
+
 --resume-every N calls upguard.resume_point at the top of each step: recorded, the run keeps a
 snapshot every N steps, from which `upguard diff --zoom` re-runs start (docs/long-runs.md).
 """
@@ -119,6 +123,8 @@ def main() -> None:
     parser.add_argument("--adamw", choices=("default", "foreach", "fused"), default="default")
     parser.add_argument("--compile", choices=("none", "model", "method"), default="none")
     parser.add_argument("--module-hooks", action="store_true")
+    parser.add_argument("--noisy-sum", action="store_true",
+                        help="blocks.0.mlp sums its projection in a random order (nondeterministic)")
     parser.add_argument("--resume-every", type=int, default=0,
                         help="a upguard.resume_point snapshot every N steps (0: no call)")
     parser.add_argument("--save", help="write the final parameters here (torch.save)")
@@ -133,6 +139,7 @@ def main() -> None:
     config = GPTConfig(vocab_size=len(vocab), block_size=args.block, n_layer=args.layers,
                        n_head=4, n_embd=args.width, sdpa=args.sdpa, checkpoint=args.checkpoint)
     model = GPT(config)
+    model.blocks[0].mlp.noisy_sum = args.noisy_sum
     if args.dtype == "bf16":
         model = model.to(torch.bfloat16)
     adamw = {"default": {}, "foreach": {"foreach": True}, "fused": {"fused": True}}[args.adamw]

@@ -127,13 +127,20 @@ bool PolicyJudge::Nondeterministic(std::string_view op) const {
 }
 
 std::string PolicyJudge::Summary() const {
+  constexpr size_t kShown = 6;  // a calibrated policy holds hundreds of rules
   std::string text;
   bool has_default = false;
+  size_t shown = 0;
   for (const TolerancePolicy::Rule& rule : policy_.rules) {
     has_default |= rule.kind == TolerancePolicy::Rule::Kind::kDefault;
-    text += (text.empty() ? "" : "; ") + RuleText(rule);
+    if (shown++ < kShown) text += (text.empty() ? "" : "; ") + RuleText(rule);
   }
-  return has_default ? text : "default bitwise" + (text.empty() ? "" : "; " + text);
+  if (shown > kShown) text += "; ... " + std::to_string(shown - kShown) + " more rules";
+  if (!has_default) text = "default bitwise" + (text.empty() ? "" : "; " + text);
+  if (!policy_.calibrated.empty()) {
+    text = "the reference's own noise (calibrated: " + policy_.calibrated + "): " + text;
+  }
+  return text;
 }
 
 StatusOr<TolerancePolicy> PolicyFromOptions(const std::string& tolerance,
@@ -154,6 +161,7 @@ StatusOr<TolerancePolicy> PolicyFromOptions(const std::string& tolerance,
     }
     ASSIGN_OR_RETURN(TolerancePolicy file, ParseTolerancePolicy(*text, policy_path));
     policy.rules.insert(policy.rules.end(), file.rules.begin(), file.rules.end());
+    policy.calibrated = file.calibrated;
   }
   if (nondeterministic.empty()) return policy;
   for (size_t begin = 0; begin <= nondeterministic.size();) {

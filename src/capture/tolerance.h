@@ -62,6 +62,9 @@ struct TolerancePolicy {
     int line = 0;         // where it was read, 1-based
   };
   std::vector<Rule> rules;  // in file order
+  // What `upguard calibrate` wrote in the file's first line ("# upguard calibrate: 3 runs of
+  // `...`"); "" for a policy written by hand.
+  std::string calibrated;
 
   // The tolerance of the last default, op, module or at rule that matches; bitwise if none
   // does. `phase` is PhaseName's ("forward"); an `at` rule matches only an op whose phase,

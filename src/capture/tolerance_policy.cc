@@ -71,6 +71,10 @@ StatusOr<TolerancePolicy> ParseTolerancePolicy(std::string_view text, std::strin
     std::string_view line = text.substr(line_begin, line_end - line_begin);
     line_begin = line_end + 1;
     ++line_number;
+    constexpr std::string_view kCalibrated = "# upguard calibrate: ";
+    if (line_number == 1 && line.substr(0, kCalibrated.size()) == kCalibrated) {
+      policy.calibrated = std::string(line.substr(kCalibrated.size()));
+    }
     line = line.substr(0, line.find('#'));
     const std::vector<std::string> words = Words(line);
     if (words.empty()) continue;

@@ -30,6 +30,7 @@ StatusOr<int> RunShowCommand(int argc, char** argv);
 StatusOr<int> RunNanCommand(int argc, char** argv);
 StatusOr<int> RunDemoCommand(int argc, char** argv);
 StatusOr<int> RunWatchCommand(int argc, char** argv);
+StatusOr<int> RunCalibrateCommand(int argc, char** argv);
 
 extern const char kRecordUsage[];
 extern const char kDiffUsage[];
@@ -37,6 +38,7 @@ extern const char kShowUsage[];
 extern const char kNanUsage[];
 extern const char kDemoUsage[];
 extern const char kWatchUsage[];
+extern const char kCalibrateUsage[];
 
 // True if argv holds -h or --help before any `--`.
 bool WantsHelp(int argc, char** argv);

@@ -22,6 +22,8 @@ const upguard::CommandInfo kCommands[] = {
      upguard::RunDemoCommand},
     {"watch", "name the rank that hangs or lags in a running training, and why",
      upguard::kWatchUsage, upguard::RunWatchCommand},
+    {"calibrate", "learn a reference's own run-to-run noise as a tolerance policy",
+     upguard::kCalibrateUsage, upguard::RunCalibrateCommand},
 };
 
 void PrintHelp() {

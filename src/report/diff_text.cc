@@ -158,8 +158,9 @@ void AllowedLine(const Ctx& ctx, const char* lead, const AllowedDivergence& allo
 // What the tolerance let through: ops within it, and allowed nondeterminism.
 void ToleranceLines(const Ctx& ctx, const ToleranceSummary& t) {
   if (t.within_ops > 0) {
-    ctx.out << "  within tolerance: " << t.within_ops
-            << " op(s) differed, none beyond its tolerance; the first:\n    "
+    ctx.out << (ctx.calibrated ? "  inside the reference's own noise (not a finding): "
+                               : "  within tolerance: ")
+            << t.within_ops << " op(s) differed, none beyond its tolerance; the first:\n    "
             << OpAt(*t.first_within_a, ctx.ta) << " under " << t.first_within_tolerance << "\n";
   }
   if (t.allowed_ops + t.follows_ops == 0) return;
@@ -184,6 +185,9 @@ void Rank(const Ctx& ctx, const RankDiff& diff) {
     ctx.out << (t.allowed_ops + t.follows_ops > 0
                     ? "  IDENTICAL except allowed nondeterminism: no other op with a counterpart "
                       "differs beyond its\n           tolerance.\n"
+                : ctx.calibrated
+                    ? "  IDENTICAL within the reference's own noise: no op with a counterpart "
+                      "differs beyond\n           what the reference's runs differ by.\n"
                     : "  IDENTICAL within tolerance: no op with a counterpart differs beyond its "
                       "tolerance.\n");
     if (diff.structure) Summary(ctx, "differences inside ops that match", *diff.structure);
@@ -200,6 +204,9 @@ void Rank(const Ctx& ctx, const RankDiff& diff) {
     return;
   }
   ctx.out << "\n";
+  if (ctx.calibrated) {
+    ctx.out << "  OUTSIDE the reference's own noise (a finding): beyond what its runs differ by\n";
+  }
   if (diff.fingerprint && (diff.verdict == Verdict::kStep || diff.verdict == Verdict::kRng ||
                            diff.verdict == Verdict::kData)) {
     return Fingerprint(ctx, diff);
@@ -270,7 +277,12 @@ std::string RenderDiffText(const DiffResult& result, const Run& a, const Run& b)
     out << "\n";
   }
   for (size_t rank_idx = 0; rank_idx < result.ranks.size(); ++rank_idx) {
-    Ctx ctx{a, b, a.ranks[rank_idx], b.ranks[rank_idx], out};
+    Ctx ctx{a,
+            b,
+            a.ranks[rank_idx],
+            b.ranks[rank_idx],
+            out,
+            result.tolerance.rfind("the reference's own noise", 0) == 0};
     Rank(ctx, result.ranks[rank_idx]);
   }
   out << "\nresult: " << VerdictName(result.verdict);

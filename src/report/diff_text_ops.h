@@ -16,6 +16,9 @@ struct Ctx {
   const RankTrace& ta;
   const RankTrace& tb;
   std::ostringstream& out;
+  // The policy is a calibrated one (upguard calibrate): "within tolerance" is "inside the
+  // reference's own noise", and a divergence is outside it.
+  bool calibrated = false;
 };
 
 // "L2 3.4 vs 3.6 (4.5%), mean ..., max ..." — how much a slot differs, from its statistics;
