@@ -105,12 +105,13 @@ class MLP(nn.Module):
         return self.proj(h)
 
     def noisy_projection(self, h: torch.Tensor) -> torch.Tensor:
-        """proj(h) as four partial products summed in an order drawn from the OS at each call:
+        """proj(h) as eight partial products summed in an order drawn from the OS at each call:
         what GPU atomics (index_add_, scatter_add_) do to a sum, on the CPU. Runs of one
-        program then differ in the last bits, and the difference spreads."""
-        order = random.SystemRandom().sample(range(4), 4)
-        weights = self.proj.weight.chunk(4, dim=1)
-        parts = [F.linear(c, w) for c, w in zip(h.chunk(4, dim=-1), weights)]
+        program then differ in the last bits, and the difference spreads. (Eight, not four: a
+        sum of four pairs its terms, and only 3 of the 24 orders round differently.)"""
+        order = random.SystemRandom().sample(range(8), 8)
+        weights = self.proj.weight.chunk(8, dim=1)
+        parts = [F.linear(c, w) for c, w in zip(h.chunk(8, dim=-1), weights)]
         return torch.stack([parts[i] for i in order]).sum(0) + self.proj.bias
 
 

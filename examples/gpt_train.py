@@ -33,7 +33,7 @@ torch 2.x training idioms, each off by default (the 1.13 op stream is unchanged)
   --module-hooks              a global forward hook on every module (register_module_forward_hook)
 
 --noisy-sum makes the run nondeterministic by design: blocks.0.mlp sums its output projection's
-four partial products in an order drawn from the OS at each call, as GPU atomics would
+eight partial products in an order drawn from the OS at each call, as GPU atomics would
 (`upguard calibrate` learns that noise, docs/long-runs.md).
 
 --resume-every N calls upguard.resume_point at the top of each step: recorded, the run keeps a

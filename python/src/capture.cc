@@ -50,8 +50,7 @@ HeldInputs HoldInputs(const OpInfo& info, const ArgBatch& batch,
   CaptureState& state = State();
   const std::optional<CaptureSelector>& selector = state.selector;
   const bool selected = selector && state.captured.load() < selector->limit &&
-                        (!selector->index || (*selector->index >= ops_in_step &&
-                                              *selector->index - ops_in_step <= kMaxNested)) &&
+                        selector->IndexIn(ops_in_step, kMaxNested) &&
                         selector->MayMatch(step, op, module, phase);
   if (!selected && !state.hold_all) return held;
   held.held = true;

@@ -8,6 +8,9 @@
 #include <tuple>
 
 #include "analysis/tolerant_compare.h"
+#include "capture/element_compare.h"
+#include "capture/safetensors.h"
+#include "recorder/capture_selector.h"
 
 namespace upguard {
 namespace {
@@ -66,6 +69,11 @@ void Widen(const ArgRecord& a, const ArgRecord& b, const std::optional<TensorSta
   } else {
     e->need_rel = std::max(e->need_rel, rel.rel);
   }
+}
+
+std::string FirstSeen(uint32_t step, size_t index, int rank) {
+  return "step " + std::to_string(step) + " #" + std::to_string(index) +
+         (rank > 0 ? " on rank " + std::to_string(rank) : "");
 }
 
 class Learner {
@@ -127,12 +135,20 @@ class Learner {
         OpEnvelope fresh;
         std::tie(fresh.phase, fresh.module, fresh.op) = key;
         fresh.calls = pending_calls_[key];
-        fresh.first_seen =
-            "step " + std::to_string(sa.step) + " #" + std::to_string(idx) +
-            (sa.ops.size() > 0 && ta.rank > 0 ? " on rank " + std::to_string(ta.rank) : "");
+        fresh.first_step = sa.step;
+        fresh.first_index = idx;
+        fresh.first_rank = ta.rank;
+        fresh.first_seen = FirstSeen(sa.step, idx, ta.rank);
         out_->envelopes.push_back(std::move(fresh));
       }
       OpEnvelope& e = out_->envelopes[it->second];
+      if (std::tie(sa.step, ta.rank, idx) <
+          std::tie(e.first_step, e.first_rank, e.first_index)) {  // another pair differed earlier
+        e.first_step = sa.step;
+        e.first_rank = ta.rank;
+        e.first_index = idx;
+        e.first_seen = FirstSeen(sa.step, idx, ta.rank);
+      }
       ++e.calls;
       ++e.calls_differ;
       e.source |= !input_differs && output_differs;
@@ -204,7 +220,51 @@ StatusOr<Calibration> Calibrate(const std::vector<Run>& runs) {
     for (size_t idx : differed) ++out.envelopes[idx].runs_differ;
     ++out.pairs;
   }
+  // In the order the noise shows: by where each identity first differed in any pair.
+  std::stable_sort(out.envelopes.begin(), out.envelopes.end(),
+                   [](const OpEnvelope& x, const OpEnvelope& y) {
+                     return std::tie(x.first_step, x.first_rank, x.first_index) <
+                            std::tie(y.first_step, y.first_rank, y.first_index);
+                   });
   return out;
+}
+
+std::string FirstDifferingIndices(const Calibration& c, uint32_t step) {
+  std::string text;
+  for (const OpEnvelope& e : c.envelopes) {
+    if (e.first_step != step || e.first_rank != 0) continue;
+    text += (text.empty() ? "" : "|") + std::to_string(e.first_index);
+  }
+  return text;
+}
+
+Status AddElementComparison(const std::string& run_a, const std::string& run_b, uint32_t step,
+                            Calibration* c) {
+  for (OpEnvelope& e : c->envelopes) {
+    if (e.first_step != step || e.first_rank != 0) continue;
+    StatusOr<std::unique_ptr<SafetensorsFile>> a =
+        SafetensorsFile::Open(CapturePath(run_a, 0, step, e.first_index));
+    StatusOr<std::unique_ptr<SafetensorsFile>> b =
+        SafetensorsFile::Open(CapturePath(run_b, 0, step, e.first_index));
+    if (!a.ok() || !b.ok()) continue;  // not captured (a tensor upguard cannot read)
+    double fraction = 0;
+    uint64_t max_ulp = 0;
+    for (const StoredTensor& tensor : (*a)->tensors()) {
+      // What the op wrote (docs/formats/capture.md: output.<i>): its inputs' differences are
+      // their producers' to count.
+      if (tensor.name.rfind("output.", 0) != 0) continue;
+      const StoredTensor* other = (*b)->Find(tensor.name);
+      if (other == nullptr) continue;
+      StatusOr<ElementComparison> compared = CompareElements(tensor, *other);
+      if (!compared.ok() || !compared->comparable || compared->numel == 0) continue;
+      fraction = std::max(fraction, static_cast<double>(compared->differing) /
+                                        static_cast<double>(compared->numel));
+      max_ulp = std::max(max_ulp, compared->max_ulp);
+    }
+    e.element_fraction = std::max(e.element_fraction, fraction);  // over the pairs compared
+    e.element_max_ulp = std::max(e.element_max_ulp, max_ulp);
+  }
+  return Status::Ok();
 }
 
 std::string EnvelopeClass(const OpEnvelope& e) {
@@ -232,17 +292,30 @@ std::string PolicyText(const Calibration& c, const std::string& about) {
           " op identities, " + std::to_string(c.envelopes.size()) + " of them differed.\n";
   text += "# Each rule: the smallest tolerance every observed difference passed, times " +
           std::to_string(kCalibrationMargin) + ". Ops not listed were bitwise stable.\n";
-  text += "default bitwise\n";
+  if (c.envelopes.empty()) {
+    text += "default bitwise\n";
+  } else {
+    // An op that did not vary in these runs may in the next: a scalar (a loss, a gradient norm)
+    // whose noise is below half an ULP rounds to the same float most of the time.
+    text += "default ulp:" + std::to_string(kCalibrationDefaultUlp) +
+            "   # ops that did not vary here, once something does: rounding may still reach "
+            "them\n";
+  }
   std::set<std::string> nondeterministic;
   for (const OpEnvelope& e : c.envelopes) {
-    char comment[200];
+    char elements[96] = "";
+    if (e.element_fraction >= 0) {
+      std::snprintf(elements, sizeof(elements), "; %.3g%% of elements, up to %llu ULP",
+                    e.element_fraction * 100, static_cast<unsigned long long>(e.element_max_ulp));
+    }
+    char comment[300];
     std::snprintf(
         comment, sizeof(comment),
         "# %s; differed in %llu of %llu calls, %d of %d pairs of runs, from %s; L2 up to %.3g "
-        "relative%s",
+        "relative%s%s",
         EnvelopeClass(e).c_str(), static_cast<unsigned long long>(e.calls_differ),
         static_cast<unsigned long long>(e.calls), e.runs_differ, c.pairs, e.first_seen.c_str(),
-        e.max_l2_rel, e.source ? "; a source: differed from identical inputs" : "");
+        e.max_l2_rel, elements, e.source ? "; a source: differed from identical inputs" : "");
     if (e.unbounded) {
       if (nondeterministic.insert(e.op).second) {
         text += "nondeterministic " + e.op + "   " + comment + " (every " + e.op + ")\n";
@@ -258,19 +331,23 @@ std::string PolicyText(const Calibration& c, const std::string& about) {
 nlohmann::json CalibrationJson(const Calibration& c) {
   nlohmann::json envelopes = nlohmann::json::array();
   for (const OpEnvelope& e : c.envelopes) {
-    envelopes.push_back({{"phase", e.phase},
-                         {"module", e.module},
-                         {"op", e.op},
-                         {"class", EnvelopeClass(e)},
-                         {"tolerance", EnvelopeTolerance(e)},
-                         {"calls", e.calls},
-                         {"calls_differ", e.calls_differ},
-                         {"pairs_differ", e.runs_differ},
-                         {"source", e.source},
-                         {"need_ulp", e.need_ulp},
-                         {"need_rel", e.need_rel},
-                         {"max_l2_rel", e.max_l2_rel},
-                         {"first_seen", e.first_seen}});
+    envelopes.push_back(
+        {{"phase", e.phase},
+         {"module", e.module},
+         {"op", e.op},
+         {"class", EnvelopeClass(e)},
+         {"tolerance", EnvelopeTolerance(e)},
+         {"calls", e.calls},
+         {"calls_differ", e.calls_differ},
+         {"pairs_differ", e.runs_differ},
+         {"source", e.source},
+         {"need_ulp", e.need_ulp},
+         {"need_rel", e.need_rel},
+         {"max_l2_rel", e.max_l2_rel},
+         {"first_seen", e.first_seen},
+         {"element_fraction",
+          e.element_fraction < 0 ? nlohmann::json() : nlohmann::json(e.element_fraction)},
+         {"element_max_ulp", e.element_max_ulp}});
   }
   return {{"schema", "upguard.calibration/1"},
           {"runs", c.runs},

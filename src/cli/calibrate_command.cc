@@ -21,10 +21,13 @@ Records COMMAND N times (N >= 3) into DIR/run1 .. DIR/runN, compares every pair 
 op, and learns, per op identity (phase, module, op), the envelope of the reference's own
 run-to-run variation: bitwise stable, within k ULP, or noisy (by how much, relative), or
 unbounded (dtype, shape or NaN/Inf counts differ). Writes:
-  DIR/policy.txt        a tolerance policy (docs/cli.md "Policy files"): `default bitwise`, then
+  DIR/policy.txt        a tolerance policy (docs/cli.md "Policy files"): `default ulp:64`, then
                         one `at PHASE MODULE OP TOL` rule per identity that varied, its observed
                         need times a margin of 32
   DIR/calibration.json  every envelope (schema upguard.calibration/1)
+Three more runs (DIR/elements1..3) capture, in the step where the noise first shows,
+the first call of each identity that varied there: how many of their elements differ, and by
+how many ULP.
 A candidate is then judged against the reference's own noise:
   upguard diff DIR/run1 CANDIDATE --tolerance-policy DIR/policy.txt
 and the report separates what is inside that noise (not a finding) from what is outside it.
@@ -75,6 +78,12 @@ void PrintSummary(const Calibration& c, const std::string& dir) {
           e.first_seen.c_str(), e.runs_differ, c.pairs, e.max_l2_rel);
     }
   }
+  if (!c.envelopes.empty()) {
+    const OpEnvelope& first = c.envelopes.front();
+    std::printf("  the noise first shows at %s: %s %s %s\n", first.first_seen.c_str(),
+                first.phase.c_str(), first.module.empty() ? "-" : first.module.c_str(),
+                first.op.c_str());
+  }
   for (const std::string& note : c.notes) std::printf("  note: %s\n", note.c_str());
   std::printf("wrote %s/policy.txt (%zu rules) and %s/calibration.json\n", dir.c_str(),
               c.envelopes.size(), dir.c_str());
@@ -82,6 +91,54 @@ void PrintSummary(const Calibration& c, const std::string& dir) {
       "judge a candidate against this noise:\n  upguard diff %s/run1 CANDIDATE "
       "--tolerance-policy %s/policy.txt\n",
       dir.c_str(), dir.c_str());
+}
+
+// Records the command once into DIR/`name` (its messages in DIR/`name`.stderr.txt).
+StatusOr<Run> RecordOnce(const RecordRequest& base, const std::string& dir, const std::string& name,
+                         const std::string& capture, int64_t k, int64_t of) {
+  RecordRequest request = base;
+  request.run_dir = dir + "/" + name;
+  request.stderr_path = dir + "/" + name + ".stderr.txt";
+  if (!capture.empty()) {
+    request.capture = capture;
+    request.steps = capture.substr(5, capture.find(',') - 5);  // "step=S,...": only step S
+  }
+  const auto start = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(RecordOutcome outcome, RunRecorded(request));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!outcome.recorded || outcome.exit_code != 0) {
+    return FailedPrecondition(name + " of the command exited with " +
+                              std::to_string(outcome.exit_code) +
+                              (outcome.recorded ? "" : " and recorded nothing") +
+                              "; its messages are in " + request.stderr_path);
+  }
+  std::fprintf(stderr, "upguard calibrate: %s recorded (%.1f s)%s\n", name.c_str(), seconds,
+               capture.empty()
+                   ? (", run " + std::to_string(k) + " of " + std::to_string(of)).c_str()
+                   : ", capturing the ops that varied");
+  LoadOptions load;
+  load.index_on_demand = true;
+  return LoadRun(request.run_dir, load);
+}
+
+// Element by element: three more runs capture, in the step where the noise first shows, the
+// first call of each identity that varied there; their tensors are compared.
+Status MeasureElements(const RecordRequest& base, const std::string& dir, Calibration* c) {
+  if (c->envelopes.empty()) return Status::Ok();
+  const uint32_t step = c->envelopes[0].first_step;
+  const std::string indices = FirstDifferingIndices(*c, step);
+  if (indices.empty()) return Status::Ok();
+  const std::string capture = "step=" + std::to_string(step) + ",index=" + indices + ",stop";
+  // Three runs, every pair compared: two runs of a random order may draw the same one.
+  for (const char* name : {"elements1", "elements2", "elements3"}) {
+    RETURN_IF_ERROR(RecordOnce(base, dir, name, capture, 0, 0).status());
+  }
+  for (const auto& [x, y] : {std::pair{1, 2}, std::pair{1, 3}, std::pair{2, 3}}) {
+    RETURN_IF_ERROR(AddElementComparison(dir + "/elements" + std::to_string(x),
+                                         dir + "/elements" + std::to_string(y), step, c));
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -118,34 +175,19 @@ StatusOr<int> RunCalibrateCommand(int argc, char** argv) {
   ASSIGN_OR_RETURN(const int64_t max_depth, flags.GetInt("max-depth", -1));
   if (flags.Has("steps")) RETURN_IF_ERROR(ParseStepRange(flags.Get("steps")).status());
   RETURN_IF_ERROR(MakeDirectories(dir));
+  RecordRequest base;
+  base.command = flags.rest();
+  base.steps = flags.Get("steps");
+  base.max_depth = static_cast<int>(max_depth);
+  base.ops = flags.Get("ops");
+  base.quiet = true;
   std::vector<Run> recorded;
   for (int64_t k = 1; k <= runs; ++k) {
-    RecordRequest request;
-    request.run_dir = dir + "/run" + std::to_string(k);
-    request.command = flags.rest();
-    request.steps = flags.Get("steps");
-    request.max_depth = static_cast<int>(max_depth);
-    request.ops = flags.Get("ops");
-    request.quiet = true;
-    request.stderr_path = dir + "/run" + std::to_string(k) + ".stderr.txt";
-    const auto start = std::chrono::steady_clock::now();
-    ASSIGN_OR_RETURN(RecordOutcome outcome, RunRecorded(request));
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (!outcome.recorded || outcome.exit_code != 0) {
-      return FailedPrecondition("run " + std::to_string(k) + " of the command exited with " +
-                                std::to_string(outcome.exit_code) +
-                                (outcome.recorded ? "" : " and recorded nothing") +
-                                "; its messages are in " + request.stderr_path);
-    }
-    std::fprintf(stderr, "upguard calibrate: run %lld of %lld recorded (%.1f s)\n",
-                 static_cast<long long>(k), static_cast<long long>(runs), seconds);
-    LoadOptions load;
-    load.index_on_demand = true;
-    ASSIGN_OR_RETURN(Run run, LoadRun(request.run_dir, load));
+    ASSIGN_OR_RETURN(Run run, RecordOnce(base, dir, "run" + std::to_string(k), "", k, runs));
     recorded.push_back(std::move(run));
   }
   ASSIGN_OR_RETURN(Calibration calibration, Calibrate(recorded));
+  RETURN_IF_ERROR(MeasureElements(base, dir, &calibration));
   const std::string about = std::to_string(runs) + " runs of `" + Quoted(flags.rest()) + "`" +
                             (flags.Has("steps") ? ", steps " + flags.Get("steps") : "");
   RETURN_IF_ERROR(WriteFileAtomically(dir + "/policy.txt", PolicyText(calibration, about)));

@@ -1,5 +1,6 @@
 #include "recorder/capture_selector.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "base/glob.h"
@@ -9,7 +10,8 @@ namespace upguard {
 namespace {
 
 constexpr const char* kKeys =
-    "step=N, index=N, op=GLOB, module=GLOB, phase=forward|backward|optimizer|other, limit=N, "
+    "step=N, index=N[|N...], op=GLOB, module=GLOB, phase=forward|backward|optimizer|other, "
+    "limit=N, "
     "stop";
 
 bool ParseCount(std::string_view text, uint64_t* out) {
@@ -43,14 +45,25 @@ bool CaptureSelector::MayMatch(int64_t op_step, std::string_view op_name,
 
 bool CaptureSelector::Matches(int64_t op_step, uint64_t op_index, std::string_view op_name,
                               std::string_view op_module, Phase op_phase) const {
-  return (!index || *index == op_index) && MayMatch(op_step, op_name, op_module, op_phase);
+  return (indices.empty() || std::binary_search(indices.begin(), indices.end(), op_index)) &&
+         MayMatch(op_step, op_name, op_module, op_phase);
+}
+
+bool CaptureSelector::IndexIn(uint64_t first, uint64_t span) const {
+  if (indices.empty()) return true;
+  auto it = std::lower_bound(indices.begin(), indices.end(), first);
+  return it != indices.end() && *it - first <= span;
 }
 
 std::string CaptureSelector::ToString() const {
   std::string text;
   auto add = [&text](const std::string& term) { text += (text.empty() ? "" : ",") + term; };
   if (step) add("step=" + std::to_string(*step));
-  if (index) add("index=" + std::to_string(*index));
+  if (!indices.empty()) {
+    std::string list;
+    for (uint64_t index : indices) list += (list.empty() ? "" : "|") + std::to_string(index);
+    add("index=" + list);
+  }
   if (!op.empty()) add("op=" + op);
   if (!module.empty()) add("module=" + module);
   if (phase) add("phase=" + std::string(PhaseName(*phase)));
@@ -85,12 +98,24 @@ StatusOr<CaptureSelector> ParseCaptureSelector(std::string_view text) {
     const std::string_view key = term.substr(0, eq);
     const std::string_view value = term.substr(eq + 1);
     uint64_t number = 0;
-    if (key == "step" || key == "index" || key == "limit") {
+    if (key == "index") {
+      for (size_t at = 0; at <= value.size();) {
+        const size_t bar = std::min(value.find('|', at), value.size());
+        if (!ParseCount(value.substr(at, bar - at), &number) ||
+            number > static_cast<uint64_t>(INT64_MAX)) {
+          return TermError(text, term, "needs non-negative integers separated by |");
+        }
+        selector.indices.push_back(number);
+        at = bar + 1;
+      }
+      std::sort(selector.indices.begin(), selector.indices.end());
+      selector.indices.erase(std::unique(selector.indices.begin(), selector.indices.end()),
+                             selector.indices.end());
+    } else if (key == "step" || key == "limit") {
       if (!ParseCount(value, &number) || number > static_cast<uint64_t>(INT64_MAX)) {
         return TermError(text, term, "needs a non-negative integer");
       }
       if (key == "step") selector.step = static_cast<int64_t>(number);
-      if (key == "index") selector.index = number;
       if (key == "limit") {
         if (number == 0) return TermError(text, term, "must be at least 1");
         selector.limit = number;
@@ -107,7 +132,7 @@ StatusOr<CaptureSelector> ParseCaptureSelector(std::string_view text) {
       return TermError(text, term, "has an unknown key");
     }
   }
-  if (selector.index && !limit_given) selector.limit = 1;
+  if (!selector.indices.empty() && !limit_given) selector.limit = selector.indices.size();
   return selector;
 }
 

@@ -6,6 +6,7 @@
 //   op=aten::gelu,module=blocks.1.*
 //   step=3,module=blocks.*.attn,phase=backward,limit=4
 //   step=2,index=1234,stop     stop the program once the capture is written (diff --explain)
+//   step=0,index=12|40|977     any of these ops (upguard calibrate's element comparison)
 //
 // `index` is the op's position in its step in the trace (completion order, from 0): known only
 // when the op ends, so an op whose other terms match keeps its inputs (copies of the ones it
@@ -20,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "trace/records.h"
 #include "upguard/status.h"
@@ -28,13 +30,15 @@ namespace upguard {
 
 struct CaptureSelector {
   std::optional<int64_t> step;
-  std::optional<uint64_t> index;
-  std::string op;      // glob; empty = any
-  std::string module;  // glob; empty = any
+  std::vector<uint64_t> indices;  // sorted; empty = any
+  std::string op;                 // glob; empty = any
+  std::string module;             // glob; empty = any
   std::optional<Phase> phase;
   uint64_t limit = 16;
   bool stop = false;
 
+  // Whether some index of `indices` lies in [first, first + span]; true without indices.
+  bool IndexIn(uint64_t first, uint64_t span) const;
   // Every term but `index` holds.
   bool MayMatch(int64_t op_step, std::string_view op_name, std::string_view op_module,
                 Phase op_phase) const;

@@ -10,7 +10,7 @@ TEST(CaptureSelectorTest, ParsesEveryTermAndPrintsItBack) {
       ParseCaptureSelector("step=2,index=1234,op=aten::g*,module=blocks.1.*,phase=forward,stop");
   ASSERT_TRUE(sel.ok()) << sel.status().ToString();
   EXPECT_EQ(*sel->step, 2);
-  EXPECT_EQ(*sel->index, 1234u);
+  EXPECT_EQ(sel->indices, std::vector<uint64_t>{1234u});
   EXPECT_EQ(sel->op, "aten::g*");
   EXPECT_EQ(sel->module, "blocks.1.*");
   EXPECT_EQ(*sel->phase, Phase::kForward);
@@ -26,6 +26,22 @@ TEST(CaptureSelectorTest, ParsesEveryTermAndPrintsItBack) {
   ASSERT_TRUE(by_name.ok());
   EXPECT_EQ(by_name->limit, 16u);
   EXPECT_FALSE(by_name->step.has_value());
+}
+
+// upguard calibrate captures one op of each identity that varies: several indices, one limit
+// each.
+TEST(CaptureSelectorTest, SeveralIndices) {
+  StatusOr<CaptureSelector> sel = ParseCaptureSelector("step=0,index=977|12|40|12");
+  ASSERT_TRUE(sel.ok()) << sel.status().ToString();
+  EXPECT_EQ(sel->indices, (std::vector<uint64_t>{12, 40, 977}));
+  EXPECT_EQ(sel->limit, 3u);
+  EXPECT_EQ(sel->ToString(), "step=0,index=12|40|977,limit=3");
+  EXPECT_TRUE(sel->Matches(0, 40, "aten::mm", "", Phase::kForward));
+  EXPECT_FALSE(sel->Matches(0, 41, "aten::mm", "", Phase::kForward));
+  EXPECT_TRUE(sel->IndexIn(30, 10));
+  EXPECT_FALSE(sel->IndexIn(41, 100));
+  EXPECT_FALSE(sel->IndexIn(13, 26));
+  EXPECT_FALSE(ParseCaptureSelector("index=1||2").ok());
 }
 
 TEST(CaptureSelectorTest, MatchesEveryTermAndMayMatchIgnoresTheIndex) {
