@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import importlib.abc
 import json
+import linecache
 import os
 import re
 import sys
@@ -47,7 +48,8 @@ _KERNEL_DEF = re.compile(
     r"extern \"C\"\s+void\s+kernel\(([^)]*)\)",
     re.S | re.M)
 _NODE_LINE = re.compile(r"^\s+(\w+): \"[^\"]*\" = torch\.ops\.(\w+)\.(\w+)\.\w+\(", re.M)
-_FILE_LINE = re.compile(r"# (?:Backward of forward node: )?File: (.+?):(\d+) in (\w+)")
+_FILE_LINE = re.compile(
+    r"# (?:Backward of forward node: )?File: (.+?):(\d+) in (\w+)(?:, code: (.*))?$")
 
 
 def _short(path: str) -> str:
@@ -136,12 +138,29 @@ def _node_sources(graph_text: str) -> Dict[str, str]:
     for line in graph_text.splitlines():
         found = _FILE_LINE.search(line)
         if found:
-            current = f"{_short(_live_path(found.group(1)))}:{found.group(2)}"
+            path = _live_path(found.group(1))
+            current = f"{_short(path)}:{_live_line(path, int(found.group(2)), found.group(4))}"
             continue
         node = _NODE_LINE.match(line)
         if node and current:
             sources[node.group(1)] = current
     return sources
+
+
+def _live_line(path: str, line: int, code: Optional[str]) -> int:
+    """The line of ``code`` in ``path`` as the file is now. A graph from Inductor's cache
+    carries the lines of the source it was compiled from: a file edited since (a line added
+    above the model's code) leaves the graph the same and its lines stale. The line is kept
+    when it still holds the code (or no code is known); else the one line that holds it, if
+    exactly one does."""
+    if not code:
+        return line
+    want = code.strip()
+    lines = linecache.getlines(path)
+    if 0 < line <= len(lines) and lines[line - 1].strip() == want:
+        return line
+    found = [n for n, text in enumerate(lines, 1) if text.strip() == want]
+    return found[0] if len(found) == 1 else line
 
 
 def _kernel_nodes(mapping_text: Optional[str]) -> Dict[str, List[str]]:

@@ -149,10 +149,14 @@ def test_compiled_resnet18_identical_and_a_batchnorm_change_named(runs):
 def test_a_graph_cached_from_another_checkout_names_this_checkouts_lines(runs, tmp_path):
     """Inductor's caches key a graph on its code, not on where the code lives: a second
     checkout of the same project gets the first one's compiled graph back, with the first
-    one's paths in its provenance. The kernels' call sites are this checkout's files."""
+    one's paths in its provenance, and their lines. The kernels' call sites are this
+    checkout's files, at their lines now: this copy of the model has a line more at its top."""
     run(runs, "compiled_model_a", "--compile", "model")  # the cache holds REPO's paths
     checkout = tmp_path / "other_checkout"
     shutil.copytree(REPO / "examples", checkout / "examples")
+    model = checkout / "examples" / "gpt.py"
+    model.write_text("# a line added above the model: the cached graph's lines are stale\n" +
+                     model.read_text())
     result = upguard("record", "-o", checkout / "run", "--", PYTHON,
                      checkout / "examples" / "gpt_train.py", "--quiet", *STEPS,
                      "--compile", "model", cwd=checkout)
@@ -160,4 +164,6 @@ def test_a_graph_cached_from_another_checkout_names_this_checkouts_lines(runs, t
     kernels = [op for op in ops_of(checkout / "run", 0) if op["op"].startswith("inductor::cpp")]
     assert kernels and not any(str(REPO) in op["call_site"] for op in kernels)
     gelu = [op for op in kernels if op["op"].endswith("_gelu")]
-    assert len(gelu) == 2 and all(op["call_site"] == gelu_site() for op in gelu)
+    here = f"examples/gpt.py:{line_of(model, 'h = self.act(self.fc(x))')}"
+    assert here != gelu_site()
+    assert len(gelu) == 2 and all(op["call_site"] == here for op in gelu), gelu
