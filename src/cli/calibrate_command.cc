@@ -38,7 +38,7 @@ options:
   --steps, --max-depth, --ops   as for `upguard record`; record the candidate the same way
 
 exit codes: 0 calibrated (whether or not anything varied), 2 error (a run failed or recorded
-nothing: its messages are in DIR/runK/../runK.stderr.txt).
+nothing: its messages are in DIR/runK.stderr.txt).
 
 example:
   upguard calibrate -n 3 -o runs/cal -- /usr/bin/python3 examples/gpt_train.py --noisy-sum
