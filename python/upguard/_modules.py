@@ -156,10 +156,6 @@ class ModuleScopes:
     def _enter(self, module: torch.nn.Module, inputs: Any) -> None:
         if _compiling():
             return
-        if self._stack and _C.fingerprint_step():
-            # A fingerprint step records no op: only the outermost call matters (the batch, the
-            # model's tensors); the calls inside it are not tracked (_exit pops only the root).
-            return
         call = sys._getframe(1)  # Module._call_impl of this call
         self.resync(call)
         # A module call that begins inside backward re-runs a forward (activation
@@ -178,9 +174,6 @@ class ModuleScopes:
     def _exit(self, module: torch.nn.Module, inputs: Any, output: Any) -> None:
         if _compiling():
             return
-        if len(self._stack) == 1 and self._stack[0].module is not module and \
-                _C.fingerprint_step():
-            return  # a call inside the outermost one, in a fingerprint step (see _enter)
         self.resync(sys._getframe(1))  # children of this call that raised inside it
         if self._stack and self._stack[-1].module is module:
             _C.exit_module(self._stack.pop().frame)
