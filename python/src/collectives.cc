@@ -16,6 +16,7 @@
 #include "collective_state.h"
 #include "digest_cache.h"
 #include "ivalue_args.h"
+#include "python_release.h"
 #include "session.h"
 
 namespace upguard::torch_adapter {
@@ -260,7 +261,10 @@ void CollectiveTable::Reset() {
 
 std::shared_ptr<CollectiveCall> CollectiveTable::Launch(const OpInfo& info,
                                                         c10::ArrayRef<const c10::IValue> inputs) {
-  auto call = std::make_shared<CollectiveCall>();
+  ReleaseDeferred();  // calls a backend's worker thread let go of last (python_release.h)
+  std::shared_ptr<CollectiveCall> call(new CollectiveCall(), [](CollectiveCall* done) {
+    ReleaseOnPythonThread([done] { delete done; });
+  });
   call->op = info.name;
   call->table = this;
   call->functional = info.collective_functional;

@@ -11,6 +11,7 @@
 #include "collectives.h"
 #include "digest_cache.h"
 #include "op_callbacks.h"
+#include "python_release.h"
 #include "steps.h"
 #include "tensor_names.h"
 
@@ -22,8 +23,10 @@ std::atomic<Session*> Session::latest_{nullptr};
 namespace {
 
 std::mutex g_lifecycle_mu;  // Start / Stop, and the registry below
-// Every session this process started, the latest last; none is ever destroyed (session.h).
-std::vector<std::unique_ptr<Session>> g_sessions;
+// Every session this process started, the latest last; none is ever destroyed (session.h), not
+// even at exit: what a session still holds then (a collective's tensors) is not let go after
+// the interpreter has finalized.
+std::vector<std::unique_ptr<Session>>& g_sessions = *new std::vector<std::unique_ptr<Session>>();
 
 Recorder* LatestRecorderLocked() {
   return g_sessions.empty() ? nullptr : g_sessions.back()->recorder();
