@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import pytest
 
@@ -40,9 +40,12 @@ def line_of(path: Path, text: str) -> int:
     return hits[0]
 
 
-def upguard(*args: str, cwd: Path = REPO, timeout: int = 300) -> subprocess.CompletedProcess:
+def upguard(*args: str, cwd: Path = REPO, timeout: int = 300,
+            env: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:
+    """`upguard ARGS`; `env` adds to the environment."""
     return subprocess.run([str(UPGUARD), *map(str, args)], cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout)
+                          text=True, timeout=timeout,
+                          env=None if env is None else {**os.environ, **env})
 
 
 def record(run_dir: Path, *train_args: str, cli_args: Tuple[str, ...] = ()) -> Path:
