@@ -102,7 +102,9 @@ void RecordLoss(const std::vector<HostTensor>& tensors);
 void EnterModule(const std::string& path, const void* frame);
 void ExitModule(const void* frame);
 // Whether an autograd node runs on the calling thread: a module call that begins now is a
-// forward recomputed in backward (activation checkpointing), not a new model call.
+// forward recomputed in backward (activation checkpointing), not a new model call. Always false
+// in a fingerprint step, which follows no autograd node (op_callbacks.h): an outermost module
+// recomputed there has its batch recorded again, in both runs alike.
 bool InBackward();
 
 // Ops no RecordFunction announces, announced from Python (python/upguard/_compiled.py): a

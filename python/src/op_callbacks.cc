@@ -348,17 +348,19 @@ void OnScopeExit(const at::RecordFunction& fn, at::ObserverContext* ctx) {
 
 }  // namespace
 
-at::CallbackHandle InstallOpCallbacks() {
-  return at::addGlobalCallback(at::RecordFunctionCallback(OnOpEnter, OnOpExit)
-                                   .needsInputs(true)
-                                   .needsOutputs(true)
-                                   .scopes({at::RecordScope::FUNCTION}));
+std::vector<at::CallbackHandle> InstallOpCallbacks() {
+  std::vector<at::CallbackHandle> handles;
+  handles.push_back(at::addGlobalCallback(at::RecordFunctionCallback(OnOpEnter, OnOpExit)
+                                              .needsInputs(true)
+                                              .needsOutputs(true)
+                                              .scopes({at::RecordScope::FUNCTION})));
+  handles.push_back(at::addGlobalCallback(at::RecordFunctionCallback(OnScopeEnter, OnScopeExit)
+                                              .scopes({at::RecordScope::BACKWARD_FUNCTION})));
+  return handles;
 }
 
 std::vector<at::CallbackHandle> InstallScopeCallbacks() {
   std::vector<at::CallbackHandle> handles;
-  handles.push_back(at::addGlobalCallback(at::RecordFunctionCallback(OnScopeEnter, OnScopeExit)
-                                              .scopes({at::RecordScope::BACKWARD_FUNCTION})));
   handles.push_back(
       at::addGlobalCallback(at::RecordFunctionCallback(OnScopeEnter, OnScopeExit)
                                 .needsInputs(true)  // a collective scope names the work's tensors

@@ -42,10 +42,10 @@ Session::Session(std::unique_ptr<Recorder> recorder, const AdapterOptions& optio
 
 void Session::FollowOps(bool follow) {
   std::lock_guard<std::mutex> lock(op_callbacks_mu_);
-  if (follow && !op_callbacks_) op_callbacks_ = InstallOpCallbacks();
-  if (!follow && op_callbacks_) {
-    at::removeCallback(*op_callbacks_);
-    op_callbacks_.reset();
+  if (follow && op_callbacks_.empty()) op_callbacks_ = InstallOpCallbacks();
+  if (!follow) {
+    for (at::CallbackHandle handle : op_callbacks_) at::removeCallback(handle);
+    op_callbacks_.clear();
   }
 }
 

@@ -130,7 +130,7 @@ class Session {
   std::unique_ptr<Recorder> recorder_;         // null in a forked child (forgotten, never closed)
   std::vector<at::CallbackHandle> callbacks_;  // installed by Start, removed by Stop
   std::mutex op_callbacks_mu_;
-  std::optional<at::CallbackHandle> op_callbacks_;  // FollowOps
+  std::vector<at::CallbackHandle> op_callbacks_;  // FollowOps
   const bool continue_after_divergence_;
   const std::optional<DistributedOnline> distributed_;
   const std::optional<int64_t> stop_at_step_;

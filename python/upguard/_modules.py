@@ -26,8 +26,10 @@ path, only the batch of each outermost call. Global hooks send every module call
 nn.Module's slow path (0.22 ms a step on the demo GPT with hooks that do nothing), so as a
 fingerprint step's outermost call begins, the global hooks give way to a pre-hook on each
 outermost module seen so far ("lean"); when a step recorded in full begins at one of them, the
-global hooks come back. A module first called as the outermost one during lean steps goes
-unseen until the next full step: its parameters are still read through the optimizers.
+global hooks come back. The global hooks also stay for the whole of the recording's first
+step and of every step numbered a multiple of DISCOVER_EVERY, which find the outermost modules:
+a model first called later is seen, and its tensors named after it, from the next such step
+(until then its parameters are read through the optimizers, under the optimizer's name).
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ from upguard import _C
 # (_compiled.py). torch 1.13 has no compiler.
 _compiling: Callable[[], bool] = getattr(getattr(torch, "compiler", None), "is_compiling",
                                          lambda: False)
+
+DISCOVER_EVERY = 50  # fingerprint steps with global hooks, to find the outermost modules
 
 
 def _unwrapped(module: torch.nn.Module) -> torch.nn.Module:
@@ -102,6 +106,7 @@ class ModuleScopes:
         self._handles: List[Any] = []
         self._lean_handles: List[Any] = []  # the outermost modules' own pre-hooks, while lean
         self._roots: "weakref.WeakSet[torch.nn.Module]" = weakref.WeakSet()
+        self._first_step: Optional[int] = None  # the step of the first outermost call
         self._on_first_call = on_first_call
         self._on_root = on_root  # told of every outermost module call
 
@@ -118,6 +123,16 @@ class ModuleScopes:
         self._handles = []
         self._lean_handles = []
         self._stack = []
+        self._first_step = None
+
+    def _lean_step(self) -> bool:
+        """This step is a fingerprint step that need not look for new outermost modules."""
+        if not _C.fingerprint_step():
+            return False
+        step = _C.current_step()
+        if self._first_step is None:
+            self._first_step = step
+        return step != self._first_step and step % DISCOVER_EVERY != 0
 
     def _go_lean(self) -> None:
         for handle in self._handles:
@@ -128,10 +143,10 @@ class ModuleScopes:
 
     def _enter_lean(self, module: torch.nn.Module, inputs: Any) -> None:
         """An outermost module's own pre-hook, while lean: a fingerprint step's batch, or the
-        start of a step recorded in full (the global hooks come back for it)."""
+        start of a step recorded in full or looking for modules (the global hooks come back)."""
         if not self._lean_handles or _compiling() or self._stack or _C.in_backward():
             return
-        if _C.fingerprint_step():
+        if self._lean_step():
             _record_batch(inputs)
             return
         for handle in self._lean_handles:
@@ -202,7 +217,7 @@ class ModuleScopes:
                 self._on_root(_unwrapped(module))
             _record_batch(inputs)
             self._roots.add(module)
-            if _C.fingerprint_step():
+            if self._lean_step():
                 self._go_lean()  # this call's global forward hook is gone with it
                 return
         path = self.path_of(module)

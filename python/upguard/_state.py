@@ -36,6 +36,11 @@ class ModelTensors:
         self._roots: List["weakref.ref[torch.nn.Module]"] = []
         self._optimizers: List["weakref.ref[torch.optim.Optimizer]"] = []
         self._original_init: Optional[Callable[..., None]] = None
+        # named()'s walk of the modules, and the tree it walked (_module_plan).
+        # Held weakly, as the modules themselves are: a model the program drops goes.
+        self._plan: Optional[List[Tuple[str, "weakref.ref[torch.nn.Module]", str, int]]] = None
+        self._plan_modules: List["weakref.ref[torch.nn.Module]"] = []
+        self._plan_shape: Optional[List[Any]] = None
 
     def add_root(self, module: torch.nn.Module) -> None:
         """An outermost module call began (ModuleScopes): a new one names its tensors now."""
@@ -51,6 +56,7 @@ class ModelTensors:
         """Forgets earlier recordings' modules and optimizers, finds the optimizers alive now
         and wraps Optimizer.__init__ to see later ones."""
         self._roots.clear()
+        self._plan = None
         self._optimizers.clear()
         with warnings.catch_warnings():
             # Asking a deprecated alias for its __class__ warns (torch 2.x:
@@ -86,7 +92,6 @@ class ModelTensors:
         gradient) and buffers; then per optimizer, the state of each parameter."""
         out: List[Named] = []
         names: Dict[int, str] = {}  # id(tensor) -> name
-        taken: Dict[str, int] = {}
 
         def add(name: str, role: int, tensor: Any) -> None:
             if isinstance(tensor, torch.Tensor) and id(tensor) not in names:
@@ -97,20 +102,16 @@ class ModelTensors:
                 out.append((name, role, (local if isinstance(local, torch.Tensor)
                                          else tensor)._cdata))
 
-        for root in [ref() for ref in self._roots]:
-            if root is None:
+        for name, module_ref, attr, role in self._module_plan():
+            module = module_ref()
+            if module is None:
                 continue
-            prefix = _prefix_for(root, taken)
-            for name, param in root.named_parameters():
-                if id(param) in names:  # shared with an earlier module
-                    continue
-                add(prefix + name, PARAMETER, param)
-                taken[prefix + name] = 1
-                if param.grad is not None:
-                    add(prefix + name + ".grad", GRADIENT, param.grad)
-            for name, buffer in root.named_buffers():
-                add(prefix + name, BUFFER, buffer)
-                taken[prefix + name] = 1
+            tensor = (module._parameters if role == PARAMETER else module._buffers).get(attr)
+            if tensor is None or (role == PARAMETER and id(tensor) in names):
+                continue  # unset, or shared with an earlier module
+            add(name, role, tensor)
+            if role == PARAMETER and tensor.grad is not None:
+                add(name + ".grad", GRADIENT, tensor.grad)
         for number, optimizer in enumerate(ref() for ref in self._optimizers):
             if optimizer is None:
                 continue
@@ -127,6 +128,52 @@ class ModelTensors:
                     for key, value in (state or {}).items():
                         add(f"{key} of {param_name}", OPTIMIZER_STATE, value)
         return out
+
+    def _module_plan(self) -> List[Tuple[str, "weakref.ref[torch.nn.Module]", str, int]]:
+        """(name, module, attribute, role) of every parameter and buffer of the recorded
+        modules, per module its named_parameters() then its named_buffers(). Walking the module
+        tree costs more than the rest of the step's reading (generators recursing), so the
+        walk is kept while the tree stays as it was: the same outermost modules, and every
+        module with the same children and as many parameters and buffers. A tensor replaced
+        under the same attribute is read anew each step."""
+        roots = [ref() for ref in self._roots]
+        if self._plan is not None and _shape(roots, self._plan_modules) == self._plan_shape:
+            return self._plan
+        plan: List[Tuple[str, "weakref.ref[torch.nn.Module]", str, int]] = []
+        modules: List["weakref.ref[torch.nn.Module]"] = []
+        taken: Dict[str, int] = {}
+        for root in roots:
+            if root is None:
+                continue
+            prefix = _prefix_for(root, taken)
+            found = dict(root.named_modules())  # every module once, in the walk's order
+            refs = {id(module): weakref.ref(module) for module in found.values()}
+            modules += refs.values()
+            # Every attribute, a shared tensor's too: named() takes each tensor once, under
+            # its first name, as named_parameters() does, and keeps doing so if it is unshared.
+            for role, members in ((PARAMETER, "_parameters"), (BUFFER, "_buffers")):
+                for path, module in found.items():
+                    for attr in getattr(module, members):
+                        name = prefix + (f"{path}.{attr}" if path else attr)
+                        plan.append((name, refs[id(module)], attr, role))
+                        taken[name] = 1
+        self._plan, self._plan_modules = plan, modules
+        self._plan_shape = _shape(roots, modules)
+        return plan
+
+
+def _shape(roots: List[Optional[torch.nn.Module]],
+           modules: List["weakref.ref[torch.nn.Module]"]) -> Optional[List[Any]]:
+    """What _module_plan's walk depends on, read without walking: a module added or replaced
+    anywhere changes its parent's children (a child freed since is a dead reference: None)."""
+    shape: List[Any] = [id(root) for root in roots]
+    for ref in modules:
+        module = ref()
+        if module is None:
+            return None
+        shape.append((len(module._parameters), len(module._buffers),
+                      *map(id, module._modules.values())))
+    return shape
 
 
 def _prefix_for(root: torch.nn.Module, taken: Dict[str, int]) -> str:

@@ -5,12 +5,14 @@ so a difference that no op's output shows still surfaces at the step where it wa
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 from typing import Dict, List
 
 import pytest
 
-from conftest import PYTHON, REPO, TRAIN, upguard
+from conftest import BUILD, PYTHON, REPO, TRAIN, upguard
 
 CNN = REPO / "examples" / "cnn_train.py"
 
@@ -120,3 +122,18 @@ def test_optimizer_ops_name_the_tensors_they_touch(tmp_path: Path) -> None:
     forward = {arg.get("label") for op in shown["steps"][0]["ops"] if op["phase"] == "forward"
                for arg in op["inputs"]}
     assert "blocks.0.attn.qkv.weight" in forward and "tok_emb.weight" in forward
+
+
+def test_the_kept_walk_of_the_modules_names_what_a_fresh_walk_names() -> None:
+    """upguard._state keeps its walk of the module tree between steps (the fingerprint's cost):
+    after weights are tied and untied, a submodule and a parameter replaced and a buffer added,
+    it still reads exactly the tensors, names and order of named_parameters()/named_buffers()."""
+    env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
+    result = subprocess.run([PYTHON, str(REPO / "tests" / "e2e" / "state_walk.py")], env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    counts = dict(line.split()[1:] for line in result.stdout.splitlines()
+                  if line.startswith("STEP "))
+    assert set(counts) == {f"step{s}" for s in range(7)} | {
+        "tied", "new-fc", "new-conv1-weight", "new-buffer", "untied"}
+    assert int(counts["untied"]) == int(counts["step5"]) + 1  # the head's own weight again
