@@ -71,6 +71,10 @@ void ResumeAt(int64_t step);
 int64_t CurrentStep();
 // Recording, and the current step is a fingerprint step (`upguard record --fingerprint`).
 bool FingerprintStep();
+// The outermost optimizer step on this thread returned and no scope callback ended the step
+// (a fingerprint step follows none: op_callbacks.h): the step ends here, unless the program
+// marks its steps itself (upguard/_optimizer.py).
+void OptimizerStepDone();
 uint64_t OpsRecorded();
 std::string TracePath();
 

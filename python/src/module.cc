@@ -260,6 +260,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("record_model_inputs", &adapter::RecordModelInputsFromPython, py::arg("tensors"));
   m.def("record_loss", &adapter::RecordLossFromPython, py::arg("tensors"));
   m.def("fingerprint_step", &adapter::FingerprintStep);
+  m.def("optimizer_step_done", &adapter::OptimizerStepDone);
   m.def(
       "enter_module",
       [](const std::string& path, const py::object& frame) {

@@ -356,16 +356,19 @@ std::vector<at::CallbackHandle> InstallOpCallbacks() {
                                               .scopes({at::RecordScope::FUNCTION})));
   handles.push_back(at::addGlobalCallback(at::RecordFunctionCallback(OnScopeEnter, OnScopeExit)
                                               .scopes({at::RecordScope::BACKWARD_FUNCTION})));
-  return handles;
-}
-
-std::vector<at::CallbackHandle> InstallScopeCallbacks() {
-  std::vector<at::CallbackHandle> handles;
   handles.push_back(
       at::addGlobalCallback(at::RecordFunctionCallback(OnScopeEnter, OnScopeExit)
                                 .needsInputs(true)  // a collective scope names the work's tensors
                                 .scopes({at::RecordScope::USER_SCOPE})));
   return handles;
+}
+
+void OptimizerStepDone() {
+  Session* session = Session::Active();
+  if (session == nullptr || session->explicit_steps() || session->following_ops()) return;
+  ThreadState& ts = Tls();
+  if (ts.busy) return;
+  Guarded("Optimizer.step", ts, [&] { EndStep(*session); });
 }
 
 // adapter.h: the module scopes and tensor names, from Python's hooks.

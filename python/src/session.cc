@@ -80,7 +80,6 @@ Status Session::Start(const AdapterOptions& options) {
   Session* session = g_sessions.back().get();
   latest_.store(session, std::memory_order_release);
   active_.store(session, std::memory_order_release);
-  session->callbacks_ = InstallScopeCallbacks();
   session->FollowOps(!session->recorder()->FingerprintStep());
   return Status::Ok();
 }
@@ -93,8 +92,6 @@ Status Session::Stop(const std::string& final_engine_meta_json, bool died) {
     RecordModelStateAtStepEnd(*running);
   }
   for (std::unique_ptr<Session>& session : g_sessions) {
-    for (at::CallbackHandle handle : session->callbacks_) at::removeCallback(handle);
-    session->callbacks_.clear();
     session->FollowOps(false);
   }
   Session* stopped = active_.exchange(nullptr);

@@ -118,6 +118,10 @@ class Session {
   // thread that ends the step; RecordFunction keeps the callbacks an op started with, so an op
   // open on another thread ends as it began.
   void FollowOps(bool follow);
+  bool following_ops() {
+    std::lock_guard<std::mutex> lock(op_callbacks_mu_);
+    return !op_callbacks_.empty();
+  }
 
  private:
   Session(std::unique_ptr<Recorder> recorder, const AdapterOptions& options);
@@ -127,8 +131,7 @@ class Session {
   static std::atomic<Session*> active_;
   static std::atomic<Session*> latest_;
 
-  std::unique_ptr<Recorder> recorder_;         // null in a forked child (forgotten, never closed)
-  std::vector<at::CallbackHandle> callbacks_;  // installed by Start, removed by Stop
+  std::unique_ptr<Recorder> recorder_;  // null in a forked child (forgotten, never closed)
   std::mutex op_callbacks_mu_;
   std::vector<at::CallbackHandle> op_callbacks_;  // FollowOps
   const bool continue_after_divergence_;

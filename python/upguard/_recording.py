@@ -14,7 +14,7 @@ if mismatch_message(torch.__version__) is not None:  # before _C, which would fa
     raise ImportError(mismatch_message(torch.__version__))
 
 from upguard import _C  # noqa: E402
-from upguard import _compiled
+from upguard import _compiled, _optimizer
 from upguard._meta import backend_flags, engine_meta_json
 from upguard._loss import LossHook
 from upguard._modules import ModuleScopes
@@ -81,6 +81,7 @@ class Recording:
         self._flags_at_start = backend_flags()  # until a model call reads them again
         _C.start(self._start_options())
         REGISTRY.install()
+        _optimizer.install()
         self._scopes.install()
         _compiled.install(on_module=REGISTRY.add_root)
         if self.fingerprint:
@@ -116,6 +117,7 @@ class Recording:
         _active = None
         _compiled.remove()
         self._loss.remove()
+        _optimizer.remove()
         self._scopes.remove()
         # Thread counts, backend flags etc. as they are now, for the setup check (reading them
         # runs no torch op), and the flags as step 0 began. A program ending by an uncaught

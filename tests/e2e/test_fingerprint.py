@@ -6,12 +6,14 @@ The example GPT trains 200 steps; each change is planted from step 150 on."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 from typing import Dict
 
 import pytest
 
-from conftest import PYTHON, REPO, diff_json, record, upguard
+from conftest import BUILD, PYTHON, REPO, diff_json, record, upguard
 
 CNN = REPO / "examples" / "cnn_train.py"
 DDP = REPO / "examples" / "gpt_ddp.py"
@@ -186,3 +188,15 @@ def test_ddp_a_batch_changed_on_rank_1_is_named_there(runs: Path):
     across = report["across_ranks"]
     assert across["first_rank"] == 1, across
     assert any("gradient synchronization" in note for note in across["notes"]), across
+
+
+@pytest.mark.parametrize("mode", ["full", "fingerprint"])
+def test_every_optimizer_step_ends_a_step_as_in_full_recording(mode: str):
+    """A fingerprint step ends at the optimizer's profiler scope seen from Python (no callback
+    there), also through learning-rate schedulers made before and while recording: the same
+    steps as a recording in full, no scheduler warning, and torch's own record_function after."""
+    env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
+    result = subprocess.run([PYTHON, str(REPO / "tests" / "e2e" / "optimizer_steps.py"), mode],
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "STEPS 0 2 4 6 8" in result.stdout and "RESTORED True" in result.stdout, result.stdout
