@@ -76,7 +76,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     rows = [measure("demo GPT 2x64, seq 32, batch 8", 2, 64, 32, 8, steps_per_block=20,
-                    pairs=6 if args.quick else 30)]
+                    pairs=6 if args.quick else 60)]
     if not args.quick:
         rows.append(measure("GPT 6x256, seq 128, batch 4", 6, 256, 128, 4, steps_per_block=4,
                             pairs=20))
