@@ -9,14 +9,19 @@ So while recording, ``record_function``'s ``__enter__``/``__exit__`` are wrapped
 outermost "Optimizer.step#" scope on a thread exits and no scope callback ended the step
 meanwhile, ``_C.optimizer_step_done()`` ends it. The same scope as in full steps, so every way
 of calling a step counts alike: a learning-rate scheduler's wrap of ``optimizer.step`` (made
-before recording began or after), a subclass, an optimizer upguard never saw made.
+before recording began or after), a subclass, an optimizer upguard never saw made. Only a
+fingerprint recording wraps it. TorchScript compiles record_function's methods from their
+source when a scripted function uses it: the wraps name the originals (``__wrapped__``, which
+``inspect`` follows), so it compiles torch's own, resolving their names in this module.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any, Callable, Optional, Tuple
 
+import torch  # noqa: F401  (TorchScript resolves the originals' names here: see install)
 from torch.autograd import profiler
 
 from upguard import _C
@@ -32,6 +37,7 @@ def install() -> None:
         return
     enter, exit_ = profiler.record_function.__enter__, profiler.record_function.__exit__
 
+    @functools.wraps(enter)
     def __enter__(self: Any) -> Any:
         result = enter(self)
         if isinstance(getattr(self, "name", None), str) and self.name.startswith(_PREFIX):
@@ -42,6 +48,7 @@ def install() -> None:
                 state[0] += 1
         return result
 
+    @functools.wraps(exit_)
     def __exit__(self: Any, *exc: Any) -> Any:
         try:
             return exit_(self, *exc)

@@ -81,7 +81,8 @@ class Recording:
         self._flags_at_start = backend_flags()  # until a model call reads them again
         _C.start(self._start_options())
         REGISTRY.install()
-        _optimizer.install()
+        if self.fingerprint:
+            _optimizer.install()
         self._scopes.install()
         _compiled.install(on_module=REGISTRY.add_root)
         if self.fingerprint:

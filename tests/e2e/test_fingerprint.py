@@ -194,9 +194,11 @@ def test_ddp_a_batch_changed_on_rank_1_is_named_there(runs: Path):
 def test_every_optimizer_step_ends_a_step_as_in_full_recording(mode: str):
     """A fingerprint step ends at the optimizer's profiler scope seen from Python (no callback
     there), also through learning-rate schedulers made before and while recording: the same
-    steps as a recording in full, no scheduler warning, and torch's own record_function after."""
+    steps as a recording in full, no scheduler warning, a scripted record_function compiles,
+    and torch's own record_function after."""
     env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
     result = subprocess.run([PYTHON, str(REPO / "tests" / "e2e" / "optimizer_steps.py"), mode],
                             env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "STEPS 0 2 4 6 8" in result.stdout and "RESTORED True" in result.stdout, result.stdout
+    assert "SCRIPTED [2.0, 2.0]" in result.stdout, result.stdout
