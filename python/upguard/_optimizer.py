@@ -31,6 +31,11 @@ _running = threading.local()  # per thread: [depth, the step as the outermost on
 _original: Tuple[Optional[Callable[..., Any]], Optional[Callable[..., Any]]] = (None, None)
 
 
+def _is_step(scope: Any) -> bool:
+    name = getattr(scope, "name", None)
+    return isinstance(name, str) and name.startswith(_PREFIX)
+
+
 def install() -> None:
     global _original
     if _original[0] is not None:
@@ -40,7 +45,7 @@ def install() -> None:
     @functools.wraps(enter)
     def __enter__(self: Any) -> Any:
         result = enter(self)
-        if isinstance(getattr(self, "name", None), str) and self.name.startswith(_PREFIX):
+        if _is_step(self):
             state = getattr(_running, "state", None)
             if state is None or state[0] == 0:
                 _running.state = [1, _C.current_step()]
@@ -53,7 +58,7 @@ def install() -> None:
         try:
             return exit_(self, *exc)
         finally:
-            if isinstance(getattr(self, "name", None), str) and self.name.startswith(_PREFIX):
+            if _is_step(self):
                 state = getattr(_running, "state", None)
                 if state is not None and state[0] > 0:
                     state[0] -= 1
