@@ -5,10 +5,12 @@
 
 #include <cstdio>
 #include <optional>
+#include <string>
 #include <tuple>
 
 #include "adapter.h"
 #include "collectives.h"
+#include "model_walk.h"
 #include "online/online_check.h"
 #include "undeclared_writes.h"
 #include "write_probe.h"
@@ -212,19 +214,13 @@ std::vector<std::pair<const void*, GroupInfo>> ResolveGroups() {
   return groups;
 }
 
-// upguard._state.named_tensors(): every tensor of the model, handed to `sink` while the GIL is
-// held and the list keeps them alive.
+// The model's tensors (model_walk.h), handed to `sink` while the GIL is held and the model
+// keeps them alive.
 void ReadModelTensorsFromPython(const ModelTensorSink& sink) {
   if (!Py_IsInitialized()) return;
   py::gil_scoped_acquire gil;
   try {
-    py::object named = py::module_::import("upguard._state").attr("named_tensors")();
-    for (py::handle item : named) {
-      auto entry = item.cast<py::tuple>();
-      const std::string name = entry[0].cast<std::string>();
-      sink(ModelTensorRef{name, static_cast<TensorRole>(entry[1].cast<int>()),
-                          entry[2].cast<uintptr_t>()});
-    }
+    WalkModelTensors(sink);
   } catch (const std::exception& e) {  // error_already_set included
     std::fprintf(stderr, "upguard: the model's tensors were not read: %s\n", e.what());
   }
@@ -257,6 +253,13 @@ PYBIND11_MODULE(_C, m) {
   m.def("ops_recorded", &adapter::OpsRecorded);
   m.def("trace_path", &adapter::TracePath);
   m.def("refresh_tensor_names", &adapter::RefreshTensorNames);
+  m.def("model_tensors", [] {  // upguard._state.ModelTensors.named()
+    py::list out;
+    adapter::WalkModelTensors([&out](const adapter::ModelTensorRef& ref) {
+      out.append(py::make_tuple(std::string(ref.name), static_cast<int>(ref.role), ref.impl));
+    });
+    return out;
+  });
   m.def("record_model_inputs", &adapter::RecordModelInputsFromPython, py::arg("tensors"));
   m.def("record_loss", &adapter::RecordLossFromPython, py::arg("tensors"));
   m.def("fingerprint_step", &adapter::FingerprintStep);

@@ -1,0 +1,318 @@
+#include "model_walk.h"
+
+#include <pybind11/pybind11.h>
+
+#include <deque>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace py = pybind11;
+
+namespace upguard::torch_adapter {
+namespace {
+
+// One module of the plan as it was planned: what ShapeHolds() compares.
+struct PlannedModule {
+  py::object module;  // a weak reference
+  Py_ssize_t parameters = 0;
+  Py_ssize_t buffers = 0;
+  std::vector<py::object> children;  // weak references, or None where the child is None
+};
+
+struct PlannedTensor {
+  std::string name;
+  std::string grad_name;  // name + ".grad"
+  size_t module = 0;      // index into Plan::modules
+  py::object attr;        // the key in the module's _parameters or _buffers
+  TensorRole role = TensorRole::kParameter;
+};
+
+struct PlannedOptimizer {
+  py::object optimizer;  // a weak reference
+  std::string label;     // "AdamW", "SGD#1"
+};
+
+struct Plan {
+  py::object registry;  // upguard._state.REGISTRY
+  py::object tensor_type;
+  py::object parameter_type;
+  long long generation = -1;
+  std::vector<py::object> roots;  // weak references
+  std::vector<PlannedModule> modules;
+  std::vector<PlannedTensor> tensors;
+  std::vector<PlannedOptimizer> optimizers;
+};
+
+// The object a weak reference points to (borrowed), or nullptr when it is gone.
+PyObject* Target(const py::object& weak) {
+  if (weak.is_none()) return Py_None;
+  PyObject* target = PyWeakref_GetObject(weak.ptr());
+  return target == Py_None ? nullptr : target;
+}
+
+// An attribute name, made and interned once: PyObject_GetAttrString would make it every call.
+struct Name {
+  explicit Name(const char* text) : str(PyUnicode_InternFromString(text)) {}
+  PyObject* str;  // never released (an interpreter object)
+};
+
+py::object Attr(PyObject* obj, const Name& name) {
+  PyObject* value = PyObject_GetAttr(obj, name.str);
+  if (value == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(value);
+}
+
+// Made on first use, with the GIL held.
+const Name& kParameters() {
+  static const Name name("_parameters");
+  return name;
+}
+const Name& kBuffers() {
+  static const Name name("_buffers");
+  return name;
+}
+const Name& kModules() {
+  static const Name name("_modules");
+  return name;
+}
+const Name& kGrad() {
+  static const Name name("grad");
+  return name;
+}
+const Name& kCdata() {
+  static const Name name("_cdata");
+  return name;
+}
+const Name& kState() {
+  static const Name name("state");
+  return name;
+}
+const Name& kParamGroups() {
+  static const Name name("param_groups");
+  return name;
+}
+
+// Calls fn(key, value) (borrowed) for every item of a mapping, in its iteration order.
+template <typename Fn>
+void ForEachItem(const py::handle& mapping, Fn&& fn) {
+  if (PyDict_CheckExact(mapping.ptr())) {
+    Py_ssize_t pos = 0;
+    PyObject* key = nullptr;
+    PyObject* value = nullptr;
+    while (PyDict_Next(mapping.ptr(), &pos, &key, &value)) fn(key, value);
+    return;
+  }
+  // An OrderedDict (torch 1.13's module dicts), a defaultdict, any mapping: its own order.
+  for (py::handle item : mapping.attr("items")()) {
+    auto pair = py::reinterpret_borrow<py::tuple>(item);
+    fn(pair[0].ptr(), pair[1].ptr());
+  }
+}
+
+// mapping.get(key), borrowed (`walk` holds what a mapping that is not a dict made), or nullptr.
+template <typename Holder>
+PyObject* Get(const py::object& mapping, const py::object& key, Holder& holder) {
+  if (PyDict_Check(mapping.ptr())) {
+    PyObject* value = PyDict_GetItemWithError(mapping.ptr(), key.ptr());
+    if (value == nullptr && PyErr_Occurred()) throw py::error_already_set();
+    return value;
+  }
+  py::object value = mapping.attr("get")(key);
+  PyObject* borrowed = value.ptr();
+  holder.Hold(std::move(value));
+  return borrowed;
+}
+
+Plan& TheLoadedPlan() {
+  static auto* plan = new Plan();  // guarded by the GIL; never released (interpreter objects)
+  if (!plan->registry) {
+    py::module_ state = py::module_::import("upguard._state");
+    plan->registry = state.attr("REGISTRY");
+    py::module_ torch = py::module_::import("torch");
+    plan->tensor_type = torch.attr("Tensor");
+    plan->parameter_type = torch.attr("nn").attr("Parameter");
+  }
+  return *plan;
+}
+
+void Load(Plan& plan, long long generation) {
+  py::tuple planned = plan.registry.attr("plan")();
+  plan.roots.clear();
+  plan.modules.clear();
+  plan.tensors.clear();
+  plan.optimizers.clear();
+  for (py::handle root : planned[0]) plan.roots.push_back(py::reinterpret_borrow<py::object>(root));
+  for (py::handle item : planned[1]) {
+    auto entry = py::reinterpret_borrow<py::tuple>(item);
+    PlannedModule module;
+    module.module = entry[0];
+    module.parameters = entry[1].cast<Py_ssize_t>();
+    module.buffers = entry[2].cast<Py_ssize_t>();
+    for (py::handle child : entry[3]) {
+      module.children.push_back(py::reinterpret_borrow<py::object>(child));
+    }
+    plan.modules.push_back(std::move(module));
+  }
+  for (py::handle item : planned[2]) {
+    auto entry = py::reinterpret_borrow<py::tuple>(item);
+    PlannedTensor tensor;
+    tensor.name = entry[0].cast<std::string>();
+    tensor.grad_name = tensor.name + ".grad";
+    tensor.module = entry[1].cast<size_t>();
+    tensor.attr = entry[2];
+    tensor.role = static_cast<TensorRole>(entry[3].cast<int>());
+    if (tensor.module >= plan.modules.size()) throw std::runtime_error("plan: no such module");
+    plan.tensors.push_back(std::move(tensor));
+  }
+  for (py::handle item : planned[3]) {
+    auto entry = py::reinterpret_borrow<py::tuple>(item);
+    plan.optimizers.push_back(PlannedOptimizer{entry[0], entry[1].cast<std::string>()});
+  }
+  plan.generation = generation;
+}
+
+// Whether the plan still describes the model; fills the modules' parameter and buffer dicts
+// of this step.
+bool ShapeHolds(const Plan& plan, std::vector<std::pair<py::object, py::object>>* dicts) {
+  for (const py::object& root : plan.roots) {
+    if (Target(root) == nullptr) return false;
+  }
+  dicts->clear();
+  for (const PlannedModule& planned : plan.modules) {
+    PyObject* module = Target(planned.module);
+    if (module == nullptr) return false;
+    py::object parameters = Attr(module, kParameters());
+    py::object buffers = Attr(module, kBuffers());
+    if (py::len(parameters) != static_cast<size_t>(planned.parameters) ||
+        py::len(buffers) != static_cast<size_t>(planned.buffers)) {
+      return false;
+    }
+    size_t idx = 0;
+    bool same = true;
+    ForEachItem(Attr(module, kModules()), [&](PyObject*, PyObject* child) {
+      same = same && idx < planned.children.size() && Target(planned.children[idx]) == child;
+      ++idx;
+    });
+    if (!same || idx != planned.children.size()) return false;
+    dicts->emplace_back(std::move(parameters), std::move(buffers));
+  }
+  return true;
+}
+
+// One walk: what it handed on, by tensor object (named() takes each tensor once).
+class Walk {
+ public:
+  Walk(const Plan& plan, const ModelTensorSink& sink) : plan_(plan), sink_(sink) {}
+
+  void Add(std::string_view name, TensorRole role, PyObject* tensor) {
+    const int is_tensor = PyObject_IsInstance(tensor, plan_.tensor_type.ptr());
+    if (is_tensor < 0) throw py::error_already_set();
+    if (is_tensor == 0 || !names_.emplace(tensor, name).second) return;
+    PyObject* read = tensor;
+    py::object local;
+    // A DTensor (FSDP2, tensor parallel) holds this rank's shard: that is the rank's model
+    // state, and what its ops read and write. A plain tensor or parameter is not one.
+    if (Py_TYPE(tensor) != reinterpret_cast<PyTypeObject*>(plan_.tensor_type.ptr()) &&
+        Py_TYPE(tensor) != reinterpret_cast<PyTypeObject*>(plan_.parameter_type.ptr())) {
+      local = py::getattr(tensor, "_local_tensor", py::none());
+      const int is_local = PyObject_IsInstance(local.ptr(), plan_.tensor_type.ptr());
+      if (is_local < 0) throw py::error_already_set();
+      if (is_local == 1) read = local.ptr();
+    }
+    const auto impl = Attr(read, kCdata()).cast<uintptr_t>();
+    sink_(ModelTensorRef{name, role, impl});
+  }
+
+  // Adds a parameter and its gradient.
+  void AddParameter(std::string_view name, std::string_view grad_name, PyObject* param) {
+    Add(name, TensorRole::kParameter, param);
+    py::object grad = Attr(param, kGrad());
+    if (!grad.is_none()) {
+      Add(grad_name, TensorRole::kGradient, grad.ptr());
+      held_.push_back(std::move(grad));  // names_ holds its address until the walk ends
+    }
+  }
+
+  bool Seen(PyObject* tensor) const { return names_.count(tensor) != 0; }
+
+  std::string_view NameOf(PyObject* tensor) const {
+    auto found = names_.find(tensor);
+    return found == names_.end() ? std::string_view() : found->second;
+  }
+
+  std::string_view Keep(std::string text) { return made_.emplace_back(std::move(text)); }
+
+  void Hold(py::object obj) { held_.push_back(std::move(obj)); }
+
+ private:
+  const Plan& plan_;
+  const ModelTensorSink& sink_;
+  std::unordered_map<PyObject*, std::string_view> names_;
+  std::deque<std::string> made_;  // names made this walk (a deque: views stay valid)
+  std::vector<py::object> held_;
+};
+
+void WalkOptimizer(const PlannedOptimizer& planned, PyObject* optimizer, Walk& walk) {
+  py::object state = Attr(optimizer, kState());
+  std::unordered_map<PyObject*, PyObject*> states;  // parameter -> its state (borrowed)
+  ForEachItem(state, [&](PyObject* param, PyObject* value) { states.emplace(param, value); });
+  size_t group_idx = 0;
+  for (py::handle group : Attr(optimizer, kParamGroups())) {
+    size_t param_idx = 0;
+    py::object params = group["params"];
+    for (py::handle param : params) {
+      std::string_view param_name = walk.NameOf(param.ptr());
+      if (param_name.empty()) {  // a parameter outside the recorded modules
+        param_name = walk.Keep(planned.label + ".param_groups[" + std::to_string(group_idx) + "][" +
+                               std::to_string(param_idx) + "]");
+        walk.AddParameter(param_name, walk.Keep(std::string(param_name) + ".grad"), param.ptr());
+      }
+      auto found = states.find(param.ptr());
+      if (found != states.end()) {
+        auto param_state = py::reinterpret_borrow<py::object>(found->second);
+        ForEachItem(param_state, [&](PyObject* key, PyObject* value) {
+          std::string name = py::str(key).cast<std::string>();
+          walk.Add(walk.Keep(name + " of " + std::string(param_name)), TensorRole::kOptimizerState,
+                   value);
+        });
+      }
+      ++param_idx;
+    }
+    ++group_idx;
+  }
+  walk.Hold(std::move(state));
+}
+
+}  // namespace
+
+void WalkModelTensors(const ModelTensorSink& sink) {
+  Plan& plan = TheLoadedPlan();
+  const auto generation = plan.registry.attr("generation").cast<long long>();
+  std::vector<std::pair<py::object, py::object>> dicts;  // per module: _parameters, _buffers
+  if (generation != plan.generation || !ShapeHolds(plan, &dicts)) {
+    Load(plan, generation);
+    if (!ShapeHolds(plan, &dicts)) throw std::runtime_error("the module tree changed mid-walk");
+  }
+  Walk walk(plan, sink);
+  for (const PlannedTensor& planned : plan.tensors) {
+    const auto& [parameters, buffers] = dicts[planned.module];
+    const bool parameter = planned.role == TensorRole::kParameter;
+    PyObject* tensor = Get(parameter ? parameters : buffers, planned.attr, walk);
+    if (tensor == nullptr || tensor == Py_None || (parameter && walk.Seen(tensor))) {
+      continue;  // unset, or shared with an earlier module
+    }
+    if (parameter) {
+      walk.AddParameter(planned.name, planned.grad_name, tensor);
+    } else {
+      walk.Add(planned.name, planned.role, tensor);
+    }
+  }
+  for (const PlannedOptimizer& planned : plan.optimizers) {
+    if (PyObject* optimizer = Target(planned.optimizer)) WalkOptimizer(planned, optimizer, walk);
+  }
+}
+
+}  // namespace upguard::torch_adapter
