@@ -78,25 +78,23 @@ void OptimizerStepDone();
 uint64_t OpsRecorded();
 std::string TracePath();
 
-// A tensor handed over from Python as its raw parts (the module does not use torch's Python
-// bindings): CPU memory at `data`, strides in elements. dtype kInvalid or data 0 for tensors
-// upguard cannot read (another device, an unsupported dtype): recorded with shape only.
-struct HostTensor {
+// A tensor handed over from Python: its name and the address of its c10::TensorImpl
+// (`Tensor._cdata`; the module does not use torch's Python bindings), alive during the call.
+// A tensor upguard cannot read (another device, an unsupported dtype, a tensor subclass
+// without storage) is recorded with its shape only.
+struct PyTensorRef {
   std::string name;
-  uintptr_t data = 0;
-  DType dtype = DType::kInvalid;
-  std::vector<int64_t> sizes;
-  std::vector<int64_t> strides;
+  uintptr_t impl = 0;
 };
 
 // The tensors entering the outermost module's forward, the step's batch: recorded as the
 // inputs of a pseudo-op `upguard::batch`, so the diff can say "the input batch differs".
 // Called with the GIL held; the tensors must stay alive during the call.
-void RecordModelInputs(const std::vector<HostTensor>& tensors);
+void RecordModelInputs(const std::vector<PyTensorRef>& tensors);
 
 // The tensors a backward starts from (the loss), in a fingerprint step only (`upguard record
 // --fingerprint`): the inputs of a pseudo-op `upguard::loss`. Called with the GIL held.
-void RecordLoss(const std::vector<HostTensor>& tensors);
+void RecordLoss(const std::vector<PyTensorRef>& tensors);
 
 // Forward module scope of the calling thread ("blocks.1.mlp.act"), for the module call whose
 // Python frame is `frame` (compared by address only; the caller keeps it alive while the call

@@ -147,31 +147,12 @@ void BindStartOptions(py::module_& m) {
       .def_readwrite("stop_after_steps", &StartOptions::stop_after_steps);
 }
 
-DType DTypeFromName(const std::string& name) {
-  for (uint8_t code = 1; code <= kMaxDType; ++code) {
-    if (DTypeName(static_cast<DType>(code)) == name) return static_cast<DType>(code);
-  }
-  return DType::kInvalid;
-}
-
-// (name, data pointer or 0, dtype name as in "float32", sizes, strides) per tensor.
-using HostTensorTuple =
-    std::tuple<std::string, uintptr_t, std::string, std::vector<int64_t>, std::vector<int64_t>>;
-
-std::vector<HostTensor> ToHostTensors(const std::vector<HostTensorTuple>& items) {
-  std::vector<HostTensor> tensors;
-  for (const auto& [name, data, dtype, sizes, strides] : items) {
-    tensors.push_back(HostTensor{name, data, DTypeFromName(dtype), sizes, strides});
-  }
+// [(name, Tensor._cdata)] per tensor, the tensors alive meanwhile.
+std::vector<PyTensorRef> ToTensorRefs(const std::vector<std::pair<std::string, uintptr_t>>& items) {
+  std::vector<PyTensorRef> tensors;
+  tensors.reserve(items.size());
+  for (const auto& [name, impl] : items) tensors.push_back(PyTensorRef{name, impl});
   return tensors;
-}
-
-void RecordModelInputsFromPython(const std::vector<HostTensorTuple>& items) {
-  RecordModelInputs(ToHostTensors(items));
-}
-
-void RecordLossFromPython(const std::vector<HostTensorTuple>& items) {
-  RecordLoss(ToHostTensors(items));
 }
 
 // The C++ object behind a pybind11 instance of a type registered by another module (torch's
@@ -260,8 +241,18 @@ PYBIND11_MODULE(_C, m) {
     });
     return out;
   });
-  m.def("record_model_inputs", &adapter::RecordModelInputsFromPython, py::arg("tensors"));
-  m.def("record_loss", &adapter::RecordLossFromPython, py::arg("tensors"));
+  m.def(
+      "record_model_inputs",
+      [](const std::vector<std::pair<std::string, uintptr_t>>& tensors) {
+        adapter::RecordModelInputs(adapter::ToTensorRefs(tensors));
+      },
+      py::arg("tensors"));
+  m.def(
+      "record_loss",
+      [](const std::vector<std::pair<std::string, uintptr_t>>& tensors) {
+        adapter::RecordLoss(adapter::ToTensorRefs(tensors));
+      },
+      py::arg("tensors"));
   m.def("fingerprint_step", &adapter::FingerprintStep);
   m.def("optimizer_step_done", &adapter::OptimizerStepDone);
   m.def(

@@ -128,9 +128,22 @@ void MarkStep() {
 
 namespace {
 
+// What a tensor from Python records as: its values where upguard can read them, else its
+// dtype and shape (a nested tensor: its dtype).
+Arg PyTensorArg(std::string_view name, const at::Tensor& tensor) {
+  if (IsReadable(tensor)) return Arg::Tensor(name, ViewOf(tensor));
+  TensorView view;
+  view.dtype = ToDType(tensor.scalar_type());
+  if (!tensor.is_nested()) {
+    view.ndim = static_cast<int>(tensor.dim());
+    view.sizes = tensor.sizes().data();
+  }
+  return Arg::Shaped(ArgKind::kOpaque, name, view);
+}
+
 // Records `op` with `tensors` (from Python) as its inputs, at the caller's call site.
-void RecordHostTensors(std::string_view op, Phase phase, const std::vector<HostTensor>& tensors,
-                       bool fingerprint_only) {
+void RecordPyTensors(std::string_view op, Phase phase, const std::vector<PyTensorRef>& tensors,
+                     bool fingerprint_only) {
   Session* session = Session::Active();
   if (session == nullptr || !session->recorder()->Wants(op, 0)) return;
   Recorder* recorder = session->recorder();
@@ -142,17 +155,12 @@ void RecordHostTensors(std::string_view op, Phase phase, const std::vector<HostT
   event.op = op;
   event.phase = phase;
   event.call_site = Pooled(CurrentCallSite());
-  for (const HostTensor& tensor : tensors) {
-    TensorView view;
-    view.dtype = tensor.dtype;
-    view.ndim = static_cast<int>(tensor.sizes.size());
-    view.sizes = tensor.sizes.data();
-    view.strides = tensor.strides.data();
-    view.data = reinterpret_cast<const void*>(tensor.data);
-    const bool readable = tensor.dtype != DType::kInvalid && tensor.data != 0 &&
-                          tensor.strides.size() == tensor.sizes.size();
-    event.inputs.push_back(readable ? Arg::Tensor(tensor.name, view)
-                                    : Arg::Shaped(ArgKind::kOpaque, tensor.name, view));
+  std::vector<at::Tensor> held;  // what event.inputs point into
+  held.reserve(tensors.size());
+  for (const PyTensorRef& ref : tensors) {
+    if (ref.impl == 0) continue;
+    held.push_back(ReclaimTensor(ref.impl));
+    event.inputs.push_back(PyTensorArg(ref.name, held.back()));
   }
   const RecordedOp recorded = recorder->Record(event);
   // A pseudo-op has no tensors of its own to capture: the message and the stop only.
@@ -161,12 +169,12 @@ void RecordHostTensors(std::string_view op, Phase phase, const std::vector<HostT
 
 }  // namespace
 
-void RecordModelInputs(const std::vector<HostTensor>& tensors) {
-  RecordHostTensors("upguard::batch", Phase::kForward, tensors, /*fingerprint_only=*/false);
+void RecordModelInputs(const std::vector<PyTensorRef>& tensors) {
+  RecordPyTensors("upguard::batch", Phase::kForward, tensors, /*fingerprint_only=*/false);
 }
 
-void RecordLoss(const std::vector<HostTensor>& tensors) {
-  RecordHostTensors(kLossOp, Phase::kBackward, tensors, /*fingerprint_only=*/true);
+void RecordLoss(const std::vector<PyTensorRef>& tensors) {
+  RecordPyTensors(kLossOp, Phase::kBackward, tensors, /*fingerprint_only=*/true);
 }
 
 }  // namespace upguard::torch_adapter

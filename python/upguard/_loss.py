@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 import torch
 
 from upguard import _C
-from upguard._modules import _host_parts, _tensors
+from upguard._modules import _tensors
 
 
 class LossHook:
@@ -47,8 +47,6 @@ class LossHook:
 
 def _record(tensors: Any) -> None:
     try:
-        with torch.no_grad():
-            parts = [_host_parts(name, t.detach()) for name, t in _tensors(tensors, "loss")]
-        _C.record_loss(parts)
+        _C.record_loss([(name, t._cdata) for name, t in _tensors(tensors, "loss")])
     except Exception as error:  # never disturb the training
         print(f"upguard: could not record the loss: {error}", file=sys.stderr)

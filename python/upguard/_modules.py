@@ -71,18 +71,9 @@ def _tensors(value: Any, name: str, depth: int = 0) -> Iterator[Tuple[str, torch
             yield from _tensors(item, f"{name}[{key!r}]", depth + 1)
 
 
-def _host_parts(name: str, tensor: torch.Tensor) -> Tuple[str, int, str, List[int], List[int]]:
-    """What _C.record_model_inputs reads: (name, data pointer, dtype, sizes, strides)."""
-    readable = (tensor.device.type == "cpu" and tensor.layout == torch.strided
-                and not tensor.is_conj() and not tensor.is_neg())
-    dtype = str(tensor.dtype).replace("torch.", "")
-    return (name, tensor.data_ptr() if readable else 0, dtype, list(tensor.shape),
-            list(tensor.stride()) if readable else [])
-
-
 def _record_batch(inputs: Any) -> None:
     try:
-        _C.record_model_inputs([_host_parts(name, t) for name, t in _tensors(inputs, "args")])
+        _C.record_model_inputs([(name, t._cdata) for name, t in _tensors(inputs, "args")])
     except Exception as error:  # never disturb the training
         print(f"upguard: could not record the model inputs: {error}", file=sys.stderr)
 
