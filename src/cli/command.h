@@ -31,6 +31,7 @@ StatusOr<int> RunNanCommand(int argc, char** argv);
 StatusOr<int> RunDemoCommand(int argc, char** argv);
 StatusOr<int> RunWatchCommand(int argc, char** argv);
 StatusOr<int> RunCalibrateCommand(int argc, char** argv);
+StatusOr<int> RunMachinesCommand(int argc, char** argv);
 
 extern const char kRecordUsage[];
 extern const char kDiffUsage[];
@@ -39,6 +40,7 @@ extern const char kNanUsage[];
 extern const char kDemoUsage[];
 extern const char kWatchUsage[];
 extern const char kCalibrateUsage[];
+extern const char kMachinesUsage[];
 
 // True if argv holds -h or --help before any `--`.
 bool WantsHelp(int argc, char** argv);

@@ -24,6 +24,8 @@ const upguard::CommandInfo kCommands[] = {
      upguard::kWatchUsage, upguard::RunWatchCommand},
     {"calibrate", "learn a reference's own run-to-run noise as a tolerance policy",
      upguard::kCalibrateUsage, upguard::RunCalibrateCommand},
+    {"machines", "name the machine whose metrics part from its peers'", upguard::kMachinesUsage,
+     upguard::RunMachinesCommand},
 };
 
 void PrintHelp() {

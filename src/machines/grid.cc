@@ -1,6 +1,7 @@
 #include "machines/grid.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace upguard::machines {
@@ -25,6 +26,13 @@ double MedianSpacing(const MetricSamples& samples) {
   return gaps[gaps.size() / 2];
 }
 
+// The spacing rounded to two significant digits: scrapes jitter (0.997 s, 301 s), and a grid a
+// hair off the sampling interval drifts across a long series.
+double Nice(double spacing) {
+  const double scale = std::pow(10.0, std::floor(std::log10(spacing)) - 1);
+  return std::round(spacing / scale) * scale;
+}
+
 }  // namespace
 
 StatusOr<Grid> MakeGrid(const MetricSamples& samples, double step) {
@@ -34,15 +42,16 @@ StatusOr<Grid> MakeGrid(const MetricSamples& samples, double step) {
   grid.machines = samples.machines;
   grid.metrics = samples.metrics;
   grid.time_form = samples.time_form;
-  grid.step = step > 0 ? step : MedianSpacing(samples);
+  grid.step = step > 0 ? step : Nice(MedianSpacing(samples));
   double first = std::numeric_limits<double>::infinity();
   double last = -first;
   for (const Sample& s : samples.samples) {
     first = std::min(first, s.time);
     last = std::max(last, s.time);
   }
-  grid.start = first;
-  const double points = std::floor((last - first) / grid.step + 0.5) + 1;
+  // On the step's own multiples, so points fall where the samples were meant to be.
+  grid.start = std::round(first / grid.step) * grid.step;
+  const double points = std::floor((last - grid.start) / grid.step + 0.5) + 1;
   const double total = points * static_cast<double>(grid.machines.size() * grid.metrics.size());
   if (total > static_cast<double>(kMaxGridValues)) {
     return InvalidArgument("the samples span " + FormatTime(last - first, TimeForm::kSeconds) +
@@ -54,7 +63,8 @@ StatusOr<Grid> MakeGrid(const MetricSamples& samples, double step) {
   std::vector<double> sum(series * grid.length, 0.0);
   std::vector<uint32_t> count(series * grid.length, 0);
   for (const Sample& s : samples.samples) {
-    const auto point = static_cast<size_t>(std::floor((s.time - first) / grid.step + 0.5));
+    const double offset = std::max(0.0, std::floor((s.time - grid.start) / grid.step + 0.5));
+    const auto point = static_cast<size_t>(offset);
     const size_t at = (s.metric * grid.machines.size() + s.machine) * grid.length +
                       std::min(point, grid.length - 1);
     sum[at] += s.value;
