@@ -1,10 +1,17 @@
-// `upguard machines detect`: the machine whose metrics part from its peers (docs/machines.md).
+// `upguard machines detect|agent`: the machine whose metrics part from its peers, and the
+// agent that samples a machine's metrics (docs/machines.md).
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "cli/command.h"
 #include "cli/flags.h"
+#include "machines/agent.h"
 #include "machines/detector.h"
 #include "machines/metrics_csv.h"
 #include "machines/report.h"
@@ -12,6 +19,7 @@
 namespace upguard {
 
 const char kMachinesUsage[] = R"(usage: upguard machines detect --input METRICS.csv [options]
+       upguard machines agent [--listen HOST:PORT] [--output METRICS.csv] [options]
 
 Names the machine whose metrics part from its peers' for long enough (after ByteDance's
 Minder): per window of samples, each machine's window of each metric is normalised to the
@@ -33,11 +41,34 @@ options:
 
 exit codes: 0 no machine parts from its peers, 1 one or more detections, 2 error.
 
-example:
+agent: samples this machine every --interval seconds (CPU, memory, context switches, disk and
+per-interface network rates; in a cgroup v1 with --cgroup NAME, the cgroup's CPU and memory) and
+serves them on http://HOST:PORT/metrics for Prometheus, and/or appends them to a metrics CSV.
+  --listen HOST:PORT   serve /metrics there (port 0: a free port, printed at start)
+  --output FILE        append the samples to this CSV (the header when it is new)
+  --machine NAME       the name to report under (default: the host name)
+  --interval SECONDS   between samples (default 1)
+  --cgroup NAME        CPU and memory of this cgroup v1 instead of the host's
+  --duration SECONDS   stop after this long (default: at SIGINT or SIGTERM)
+
+examples:
   upguard machines detect --input metrics.csv
+  upguard machines agent --listen 0.0.0.0:9400 --output /var/tmp/metrics.csv
 )";
 
 namespace {
+
+// A flag's positive number of seconds, or `fallback` when absent.
+StatusOr<double> PositiveSeconds(const Flags& flags, const std::string& name, double fallback) {
+  if (!flags.Has(name)) return fallback;
+  const std::string text = flags.Get(name);
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !(value > 0)) {
+    return InvalidArgument("--" + name + " \"" + text + "\": a positive number of seconds");
+  }
+  return value;
+}
 
 StatusOr<int> RunDetect(int argc, char** argv) {
   Flags flags("machines detect", {{"input", 0, true},
@@ -69,15 +100,7 @@ StatusOr<int> RunDetect(int argc, char** argv) {
   if (continuity < 1) return InvalidArgument("--continuity must be at least 1");
   options.window = static_cast<size_t>(window);
   options.continuity = static_cast<size_t>(continuity);
-  double step = 0;
-  if (flags.Has("step")) {
-    const std::string text = flags.Get("step");
-    char* end = nullptr;
-    step = std::strtod(text.c_str(), &end);
-    if (text.empty() || *end != '\0' || !(step > 0)) {
-      return InvalidArgument("--step \"" + text + "\": a positive number of seconds");
-    }
-  }
+  ASSIGN_OR_RETURN(const double step, PositiveSeconds(flags, "step", 0));
   ASSIGN_OR_RETURN(machines::MetricSamples samples, machines::ReadMetricsCsv(flags.Get("input")));
   ASSIGN_OR_RETURN(machines::Grid grid, machines::MakeGrid(samples, step));
   const machines::DetectResult result =
@@ -92,15 +115,53 @@ StatusOr<int> RunDetect(int argc, char** argv) {
   return result.detections.empty() ? kExitOk : kExitDiverged;
 }
 
+std::atomic<bool> g_stop{false};
+
+void OnStopSignal(int) { g_stop = true; }
+
+void SayListening(int port) {
+  std::printf("upguard machines agent: serving http://127.0.0.1:%d/metrics\n", port);
+  std::fflush(stdout);
+}
+
+StatusOr<int> RunAgentVerb(int argc, char** argv) {
+  Flags flags("machines agent", {{"listen", 0, true},
+                                 {"output", 0, true},
+                                 {"machine", 0, true},
+                                 {"interval", 0, true},
+                                 {"cgroup", 0, true},
+                                 {"duration", 0, true}});
+  RETURN_IF_ERROR(flags.Parse(argc, argv, 3));
+  machines::AgentOptions options;
+  options.listen = flags.Get("listen");
+  options.output = flags.Get("output");
+  if (options.listen.empty() && options.output.empty()) {
+    return InvalidArgument("nothing to do: give --listen HOST:PORT, --output FILE, or both");
+  }
+  char host[256] = "localhost";
+  gethostname(host, sizeof(host) - 1);
+  options.machine = flags.Get("machine", host);
+  if (!machines::ValidMachineName(options.machine)) {
+    return InvalidArgument("--machine \"" + options.machine +
+                           "\" must be 1-128 characters of A-Z a-z 0-9 . _ : -");
+  }
+  ASSIGN_OR_RETURN(options.interval, PositiveSeconds(flags, "interval", 1));
+  ASSIGN_OR_RETURN(options.duration, PositiveSeconds(flags, "duration", 0));
+  options.source.cgroup = flags.Get("cgroup");
+  std::signal(SIGINT, OnStopSignal);
+  std::signal(SIGTERM, OnStopSignal);
+  RETURN_IF_ERROR(machines::RunAgent(options, g_stop, SayListening));
+  return kExitOk;
+}
+
 }  // namespace
 
 StatusOr<int> RunMachinesCommand(int argc, char** argv) {
-  if (argc < 3 || std::strcmp(argv[2], "detect") != 0) {
-    return InvalidArgument(argc < 3 ? std::string("expects a verb: upguard machines detect ...")
-                                    : "unknown verb \"" + std::string(argv[2]) +
-                                          "\"; try: upguard machines detect --input FILE");
-  }
-  return RunDetect(argc, argv);
+  if (argc >= 3 && std::strcmp(argv[2], "detect") == 0) return RunDetect(argc, argv);
+  if (argc >= 3 && std::strcmp(argv[2], "agent") == 0) return RunAgentVerb(argc, argv);
+  return InvalidArgument(argc < 3 ? std::string("expects a verb: upguard machines detect|agent")
+                                  : "unknown verb \"" + std::string(argv[2]) +
+                                        "\"; try: upguard machines detect --input FILE");
 }
 
 }  // namespace upguard

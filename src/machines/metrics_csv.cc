@@ -60,7 +60,7 @@ bool ParseIso(std::string_view text, double* seconds) {
   return true;
 }
 
-bool ValidName(std::string_view name, bool machine) {
+bool ValidName(std::string_view name, bool machine) {  // see ValidMachineName
   if (name.empty() || name.size() > 128) return false;
   return std::all_of(name.begin(), name.end(), [machine](char c) {
     const bool common = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
@@ -74,6 +74,9 @@ std::string Where(std::string_view source, size_t line) {
 }
 
 }  // namespace
+
+bool ValidMachineName(std::string_view name) { return ValidName(name, /*machine=*/true); }
+bool ValidMetricName(std::string_view name) { return ValidName(name, /*machine=*/false); }
 
 bool ParseTime(std::string_view text, double* seconds, TimeForm* form) {
   if (ParseNumber(text, seconds) && std::isfinite(*seconds)) {

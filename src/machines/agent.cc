@@ -1,0 +1,79 @@
+#include "machines/agent.h"
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <thread>
+
+#include "machines/exposition.h"
+#include "machines/http_server.h"
+#include "machines/metrics_csv.h"
+
+namespace upguard::machines {
+namespace {
+
+double SteadySeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double WallSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+struct FileCloser {
+  void operator()(std::FILE* file) const { std::fclose(file); }
+};
+
+StatusOr<std::unique_ptr<std::FILE, FileCloser>> OpenOutput(const std::string& path) {
+  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "a"));
+  if (!file) return IoError("cannot append to " + path + " (does its folder exist?)");
+  std::fseek(file.get(), 0, SEEK_END);
+  if (std::ftell(file.get()) == 0) {
+    std::fprintf(file.get(), "%s\n", std::string(kMetricsCsvHeader).c_str());
+  }
+  return file;
+}
+
+}  // namespace
+
+Status RunAgent(const AgentOptions& options, const std::atomic<bool>& stop,
+                void (*on_listening)(int port)) {
+  if (!(options.interval > 0)) return InvalidArgument("--interval must be positive");
+  MetricsServer server;
+  if (!options.listen.empty()) {
+    RETURN_IF_ERROR(server.Start(options.listen));
+    if (on_listening != nullptr) on_listening(server.port());
+  }
+  std::unique_ptr<std::FILE, FileCloser> output;
+  if (!options.output.empty()) {
+    ASSIGN_OR_RETURN(output, OpenOutput(options.output));
+  }
+  const double started = SteadySeconds();
+  ASSIGN_OR_RETURN(HostCounters before, ReadHostCounters(options.source, started));
+  double next = started + options.interval;
+  while (!stop) {
+    const double now = SteadySeconds();
+    if (options.duration > 0 && now - started >= options.duration) break;
+    if (now < next) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(std::min(next - now, 0.05)));
+      continue;
+    }
+    next += options.interval;
+    if (next < now) next = now + options.interval;  // fell behind (a stopped machine): skip
+    ASSIGN_OR_RETURN(HostCounters after, ReadHostCounters(options.source, now));
+    const std::vector<MetricValue> metrics = HostMetrics(before, after);
+    before = std::move(after);
+    server.Publish(RenderExposition(options.machine, metrics));
+    if (output) {
+      const std::string stamp = FormatTime(WallSeconds(), TimeForm::kSeconds);
+      for (const MetricValue& metric : metrics) {
+        std::fprintf(output.get(), "%s,%s,%s,%.17g\n", stamp.c_str(), options.machine.c_str(),
+                     metric.CsvName().c_str(), metric.value);
+      }
+      std::fflush(output.get());
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace upguard::machines
