@@ -417,12 +417,21 @@ void Analyzer::Throughput(const std::vector<RankLook>& ranks, uint64_t now_ns) {
   const std::vector<int> throttled = Throttled(ranks, now_ns);
   std::vector<int> late;  // the rank last in most recent collectives: where compute lags
   int most = 0;
+  int counted = 0;
   for (const auto& [rank, count] : last_recent) {
+    counted += count;
     if (count > most) most = count, late = {rank};
   }
+  // Slow transfers with no link down or held back, and one rank last into two thirds of the
+  // recent collectives or more: that rank is slow on its CPU (a quota cut, a noisy neighbour),
+  // and gloo's transfers run on the CPU too, so its peers' transfers wait on it. A network
+  // slowdown leaves the last rank to enter to chance.
+  const bool lagging = communication && down.empty() && throttled.empty() && !late.empty() &&
+                       counted >= 3 && 3 * most >= 2 * counted;
   alert.ranks = !communication       ? (late.empty() ? all : late)
                 : !down.empty()      ? down
                 : !throttled.empty() ? throttled
+                : lagging            ? late
                                      : all;
   alert.detail = "steps take " + Duration(now) + " against " + Duration(base) + " before (" +
                  Fixed(now / base) + "x); transfers (once every rank entered) take " +
@@ -439,6 +448,11 @@ void Analyzer::Throughput(const std::vector<RankLook>& ranks, uint64_t now_ns) {
     alert.detail += "; the link of " + RankList(throttled) +
                     " holds packets back (its queue discipline is over its limit: a rate limit "
                     "or a full queue)";
+  } else if (lagging) {
+    alert.detail += "; no link is down or held back, and " + RankList(late) +
+                    " entered last into " + std::to_string(most) + " of the " +
+                    std::to_string(counted) +
+                    " recent collectives: a rank slow on its CPU is slow in its transfers too";
   }
   alert.key = "throughput:" + std::to_string(drops_);
   current_.push_back(alert);

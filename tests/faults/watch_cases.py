@@ -48,9 +48,11 @@ CASES: Dict[str, Case] = {case.name: case for case in (
     Case("mismatch", ("mismatch", "mismatch"), plant=("--plant", "mismatch")),
     Case("sigstop", ("dead", "stopped"), fault=lambda c: c.sigstop(FAULTY)),
     Case("sigkill", ("dead", "exited"), fault=lambda c: c.sigkill(FAULTY)),
-    # A step long enough that a 3x CPU quota (33 ms of each 100 ms period) makes the rank late
-    # at most collectives, not at one in seven (torch 2's default GPT step is 5 ms).
-    Case("slow_cpu", ("straggler", "slow_compute"), fault=lambda c: c.slow_cpu(FAULTY, 3),
+    # A step long enough that a CPU quota makes the rank late at most collectives, not at one
+    # in seven (torch 2's default GPT step is 5 ms). 4x (25 ms of each 100 ms period): at 3x the
+    # rank's median lateness (50-62 ms, three ranks on two cores) sat on the straggler margin
+    # (50 ms), and the alert came after 0.5 s or after 13 s, by chance.
+    Case("slow_cpu", ("straggler", "slow_compute"), fault=lambda c: c.slow_cpu(FAULTY, 4),
          train=("--width", "192")),
     Case("rate_limit", ("throughput", "communication"), fault=lambda c: c.rate_limit(FAULTY),
          train=("--width", "128", "--batch", "1", "--block", "16")),
