@@ -53,46 +53,27 @@ PyObject* Target(const py::object& weak) {
   return target == Py_None ? nullptr : target;
 }
 
-// An attribute name, made and interned once: PyObject_GetAttrString would make it every call.
-struct Name {
-  explicit Name(const char* text) : str(PyUnicode_InternFromString(text)) {}
-  PyObject* str;  // never released (an interpreter object)
+// The attribute names the walk reads, made and interned once (PyObject_GetAttrString would
+// make its name every call), on first use with the GIL held; never released.
+struct Names {
+  PyObject* parameters = PyUnicode_InternFromString("_parameters");
+  PyObject* buffers = PyUnicode_InternFromString("_buffers");
+  PyObject* modules = PyUnicode_InternFromString("_modules");
+  PyObject* grad = PyUnicode_InternFromString("grad");
+  PyObject* cdata = PyUnicode_InternFromString("_cdata");
+  PyObject* state = PyUnicode_InternFromString("state");
+  PyObject* param_groups = PyUnicode_InternFromString("param_groups");
 };
 
-py::object Attr(PyObject* obj, const Name& name) {
-  PyObject* value = PyObject_GetAttr(obj, name.str);
-  if (value == nullptr) throw py::error_already_set();
-  return py::reinterpret_steal<py::object>(value);
+const Names& Attrs() {
+  static const Names* names = new Names();
+  return *names;
 }
 
-// Made on first use, with the GIL held.
-const Name& kParameters() {
-  static const Name name("_parameters");
-  return name;
-}
-const Name& kBuffers() {
-  static const Name name("_buffers");
-  return name;
-}
-const Name& kModules() {
-  static const Name name("_modules");
-  return name;
-}
-const Name& kGrad() {
-  static const Name name("grad");
-  return name;
-}
-const Name& kCdata() {
-  static const Name name("_cdata");
-  return name;
-}
-const Name& kState() {
-  static const Name name("state");
-  return name;
-}
-const Name& kParamGroups() {
-  static const Name name("param_groups");
-  return name;
+py::object Attr(PyObject* obj, PyObject* name) {
+  PyObject* value = PyObject_GetAttr(obj, name);
+  if (value == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(value);
 }
 
 // Calls fn(key, value) (borrowed) for every item of a mapping, in its iteration order.
@@ -184,15 +165,15 @@ bool ShapeHolds(const Plan& plan, std::vector<std::pair<py::object, py::object>>
   for (const PlannedModule& planned : plan.modules) {
     PyObject* module = Target(planned.module);
     if (module == nullptr) return false;
-    py::object parameters = Attr(module, kParameters());
-    py::object buffers = Attr(module, kBuffers());
+    py::object parameters = Attr(module, Attrs().parameters);
+    py::object buffers = Attr(module, Attrs().buffers);
     if (py::len(parameters) != static_cast<size_t>(planned.parameters) ||
         py::len(buffers) != static_cast<size_t>(planned.buffers)) {
       return false;
     }
     size_t idx = 0;
     bool same = true;
-    ForEachItem(Attr(module, kModules()), [&](PyObject*, PyObject* child) {
+    ForEachItem(Attr(module, Attrs().modules), [&](PyObject*, PyObject* child) {
       same = same && idx < planned.children.size() && Target(planned.children[idx]) == child;
       ++idx;
     });
@@ -222,14 +203,14 @@ class Walk {
       if (is_local < 0) throw py::error_already_set();
       if (is_local == 1) read = local.ptr();
     }
-    const auto impl = Attr(read, kCdata()).cast<uintptr_t>();
+    const auto impl = Attr(read, Attrs().cdata).cast<uintptr_t>();
     sink_(ModelTensorRef{name, role, impl});
   }
 
   // Adds a parameter and its gradient.
   void AddParameter(std::string_view name, std::string_view grad_name, PyObject* param) {
     Add(name, TensorRole::kParameter, param);
-    py::object grad = Attr(param, kGrad());
+    py::object grad = Attr(param, Attrs().grad);
     if (!grad.is_none()) {
       Add(grad_name, TensorRole::kGradient, grad.ptr());
       held_.push_back(std::move(grad));  // names_ holds its address until the walk ends
@@ -256,11 +237,11 @@ class Walk {
 };
 
 void WalkOptimizer(const PlannedOptimizer& planned, PyObject* optimizer, Walk& walk) {
-  py::object state = Attr(optimizer, kState());
+  py::object state = Attr(optimizer, Attrs().state);
   std::unordered_map<PyObject*, PyObject*> states;  // parameter -> its state (borrowed)
   ForEachItem(state, [&](PyObject* param, PyObject* value) { states.emplace(param, value); });
   size_t group_idx = 0;
-  for (py::handle group : Attr(optimizer, kParamGroups())) {
+  for (py::handle group : Attr(optimizer, Attrs().param_groups)) {
     size_t param_idx = 0;
     py::object params = group["params"];
     for (py::handle param : params) {

@@ -45,6 +45,16 @@ bool FlagWindow(const Grid& grid, const std::vector<MetricRange>& ranges, const 
   return false;
 }
 
+// Extends a detection by one more window that flagged its machine.
+void Absorb(const WindowFlag& flag, Detection* detection) {
+  detection->last_point = std::max(detection->last_point, flag.end_point);
+  detection->score = std::max(detection->score, flag.z);
+  if (std::find(detection->metrics.begin(), detection->metrics.end(), flag.metric) ==
+      detection->metrics.end()) {
+    detection->metrics.push_back(flag.metric);
+  }
+}
+
 }  // namespace
 
 std::vector<MetricRange> RangesOf(const Grid& grid) {
@@ -86,8 +96,8 @@ DetectResult Detect(const Grid& grid, const std::vector<MetricRange>& ranges, co
       continue;
     }
     result.flags.push_back(flag);
-    if (run_length > 0 && flag.machine == run_machine && result.flags.size() >= 2 &&
-        result.flags[result.flags.size() - 2].end_point + 1 == end) {
+    // An unflagged window ended the run above, so a run is always of consecutive windows.
+    if (run_length > 0 && flag.machine == run_machine) {
       ++run_length;
     } else {
       run_machine = flag.machine;
@@ -95,28 +105,17 @@ DetectResult Detect(const Grid& grid, const std::vector<MetricRange>& ranges, co
       run_first = end;
     }
     if (run_length < needed) continue;
-    if (run_length == needed) {
+    if (run_length == needed) {  // the check is met: the run's earlier windows count too
       Detection detection;
       detection.machine = run_machine;
       detection.first_point = run_first;
       detection.alert_point = end;
-      // The windows of the run before this one flagged it too.
-      for (size_t idx = result.flags.size() - needed; idx < result.flags.size(); ++idx) {
-        const WindowFlag& earlier = result.flags[idx];
-        if (std::find(detection.metrics.begin(), detection.metrics.end(), earlier.metric) ==
-            detection.metrics.end()) {
-          detection.metrics.push_back(earlier.metric);
-        }
-        detection.score = std::max(detection.score, earlier.z);
+      for (size_t idx = result.flags.size() - needed; idx + 1 < result.flags.size(); ++idx) {
+        Absorb(result.flags[idx], &detection);
       }
       result.detections.push_back(detection);
     }
-    Detection& open = result.detections.back();
-    open.last_point = end;
-    open.score = std::max(open.score, flag.z);
-    if (std::find(open.metrics.begin(), open.metrics.end(), flag.metric) == open.metrics.end()) {
-      open.metrics.push_back(flag.metric);
-    }
+    Absorb(flag, &result.detections.back());
   }
   return result;
 }

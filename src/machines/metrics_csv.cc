@@ -76,7 +76,6 @@ std::string Where(std::string_view source, size_t line) {
 }  // namespace
 
 bool ValidMachineName(std::string_view name) { return ValidName(name, /*machine=*/true); }
-bool ValidMetricName(std::string_view name) { return ValidName(name, /*machine=*/false); }
 
 bool ParseTime(std::string_view text, double* seconds, TimeForm* form) {
   if (ParseNumber(text, seconds) && std::isfinite(*seconds)) {

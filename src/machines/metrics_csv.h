@@ -19,9 +19,8 @@ StatusOr<MetricSamples> ParseMetricsCsv(std::string_view text, std::string_view 
 
 StatusOr<MetricSamples> ReadMetricsCsv(const std::string& path);
 
-// 1-128 characters of A-Z a-z 0-9 . _ : - (a machine) or of A-Z a-z 0-9 _ : . (a metric).
+// 1-128 characters of A-Z a-z 0-9 . _ : - (a machine name, §2).
 bool ValidMachineName(std::string_view name);
-bool ValidMetricName(std::string_view name);
 
 // Parses "1733331200", "1733331200.25" or "2024-12-04T17:33:20[.25]Z" (UTC) as seconds since
 // the Unix epoch; false for anything else.
