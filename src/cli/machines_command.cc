@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "cli/agent_sources.h"
 #include "cli/command.h"
 #include "cli/flags.h"
 #include "machines/agent.h"
@@ -42,18 +43,24 @@ options:
 exit codes: 0 no machine parts from its peers, 1 one or more detections, 2 error.
 
 agent: samples this machine every --interval seconds (CPU, memory, context switches, disk and
-per-interface network rates; in a cgroup v1 with --cgroup NAME, the cgroup's CPU and memory) and
-serves them on http://HOST:PORT/metrics for Prometheus, and/or appends them to a metrics CSV.
+per-interface network rates; in a cgroup v1 with --cgroup NAME, the cgroup's CPU, memory and
+disk; GPUs through NVML when there are any; the training's step time and collective wait with
+--watch-dir) and serves them on http://HOST:PORT/metrics for Prometheus, and/or appends them to
+a metrics CSV.
   --listen HOST:PORT   serve /metrics there (port 0: a free port, printed at start)
   --output FILE        append the samples to this CSV (the header when it is new)
   --machine NAME       the name to report under (default: the host name)
   --interval SECONDS   between samples (default 1)
-  --cgroup NAME        CPU and memory of this cgroup v1 instead of the host's
+  --cgroup NAME        CPU, memory and disk I/O of this cgroup v1 instead of the host's
+  --watch-dir DIR      the training's step time and collective wait from the watch rings in
+                       DIR/watch (DIR of `upguard watch -o DIR` or UPGUARD_WATCH_DIR)
+  --ranks LIST         only these ranks' rings (0,1,4-7; default: every ring in DIR)
   --duration SECONDS   stop after this long (default: at SIGINT or SIGTERM)
 
 examples:
   upguard machines detect --input metrics.csv
   upguard machines agent --listen 0.0.0.0:9400 --output /var/tmp/metrics.csv
+  upguard machines agent --listen 0.0.0.0:9400 --watch-dir runs/w --ranks 0-7
 )";
 
 namespace {
@@ -130,7 +137,9 @@ StatusOr<int> RunAgentVerb(int argc, char** argv) {
                                  {"machine", 0, true},
                                  {"interval", 0, true},
                                  {"cgroup", 0, true},
-                                 {"duration", 0, true}});
+                                 {"duration", 0, true},
+                                 {"watch-dir", 0, true},
+                                 {"ranks", 0, true}});
   RETURN_IF_ERROR(flags.Parse(argc, argv, 3));
   machines::AgentOptions options;
   options.listen = flags.Get("listen");
@@ -148,6 +157,9 @@ StatusOr<int> RunAgentVerb(int argc, char** argv) {
   ASSIGN_OR_RETURN(options.interval, PositiveSeconds(flags, "interval", 1));
   ASSIGN_OR_RETURN(options.duration, PositiveSeconds(flags, "duration", 0));
   options.source.cgroup = flags.Get("cgroup");
+  ASSIGN_OR_RETURN(const AgentSources sources,
+                   MakeAgentSources(flags.Get("watch-dir"), flags.Get("ranks")));
+  options.sources = sources.Pointers();
   std::signal(SIGINT, OnStopSignal);
   std::signal(SIGTERM, OnStopSignal);
   RETURN_IF_ERROR(machines::RunAgent(options, g_stop, SayListening));

@@ -50,6 +50,7 @@ Status RunAgent(const AgentOptions& options, const std::atomic<bool>& stop,
   }
   const double started = SteadySeconds();
   ASSIGN_OR_RETURN(HostCounters before, ReadHostCounters(options.source, started));
+  for (MetricSource* source : options.sources) source->Sample(started);
   double next = started + options.interval;
   while (!stop) {
     const double now = SteadySeconds();
@@ -61,7 +62,11 @@ Status RunAgent(const AgentOptions& options, const std::atomic<bool>& stop,
     next += options.interval;
     if (next < now) next = now + options.interval;  // fell behind (a stopped machine): skip
     ASSIGN_OR_RETURN(HostCounters after, ReadHostCounters(options.source, now));
-    const std::vector<MetricValue> metrics = HostMetrics(before, after);
+    std::vector<MetricValue> metrics = HostMetrics(before, after);
+    for (MetricSource* source : options.sources) {
+      std::vector<MetricValue> more = source->Sample(now);
+      metrics.insert(metrics.end(), more.begin(), more.end());
+    }
     before = std::move(after);
     server.Publish(RenderExposition(options.machine, metrics));
     if (output) {

@@ -6,8 +6,10 @@
 
 #include <atomic>
 #include <string>
+#include <vector>
 
 #include "machines/host_counters.h"
+#include "machines/metric_source.h"
 #include "upguard/status.h"
 
 namespace upguard::machines {
@@ -19,6 +21,9 @@ struct AgentOptions {
   HostSource source;
   std::string output;   // a CSV to append to; empty: none
   double duration = 0;  // seconds to run; 0: until `stop`
+  // Sampled with the host at every interval, their metrics after the host's (GPUs, the
+  // training); owned by the caller, alive until RunAgent returns.
+  std::vector<MetricSource*> sources;
 };
 
 // Runs until `duration` passed or `stop` is set. `on_listening` (may be null) is called with

@@ -134,6 +134,10 @@ StatusOr<HostCounters> ReadHostCounters(const HostSource& source, double time) {
   if (!memory.ok()) return NotFound(memory.status().message() + hint);
   out.cgroup_cpu_ns = *cpu;
   out.memory_used_bytes = *memory;
+  StatusOr<CgroupIo> io =
+      ReadCgroupIo(source.proc_root, source.cgroup_root + "/cpuacct/" + source.cgroup);
+  if (!io.ok()) return NotFound(io.status().message() + hint);
+  out.cgroup_io = std::move(*io);
   return out;
 }
 
@@ -151,10 +155,16 @@ std::vector<MetricValue> HostMetrics(const HostCounters& before, const HostCount
   out.push_back({"memory_used_bytes", "", static_cast<double>(after.memory_used_bytes)});
   out.push_back({"context_switches_per_second", "",
                  Rate(before.context_switches, after.context_switches, seconds)});
-  out.push_back({"disk_read_bytes_per_second", "",
-                 Rate(before.disk_read_bytes, after.disk_read_bytes, seconds)});
-  out.push_back({"disk_write_bytes_per_second", "",
-                 Rate(before.disk_write_bytes, after.disk_write_bytes, seconds)});
+  if (before.cgroup_io && after.cgroup_io) {
+    const ProcessIo moved = IoBetween(*before.cgroup_io, *after.cgroup_io);
+    out.push_back({"disk_read_bytes_per_second", "", Rate(0, moved.read_bytes, seconds)});
+    out.push_back({"disk_write_bytes_per_second", "", Rate(0, moved.write_bytes, seconds)});
+  } else {
+    out.push_back({"disk_read_bytes_per_second", "",
+                   Rate(before.disk_read_bytes, after.disk_read_bytes, seconds)});
+    out.push_back({"disk_write_bytes_per_second", "",
+                   Rate(before.disk_write_bytes, after.disk_write_bytes, seconds)});
+  }
   for (const auto& [name, now] : after.net) {
     auto was = before.net.find(name);
     if (was == before.net.end()) continue;  // an interface that just appeared: next time

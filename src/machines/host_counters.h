@@ -4,7 +4,7 @@
 // A "machine" is the host, or a cgroup and a network namespace on it (the evaluation's machines
 // are namespaces joined by veth links, each with its cgroup): /proc/net/dev is the reading
 // process's namespace's, and with `cgroup` set CPU and memory are the cgroup's (v1 cpuacct and
-// memory controllers) instead of the host's.
+// memory controllers) instead of the host's, and so is the disk I/O: its processes' (process_io.h).
 //
 //   HostSource source;                     // the host
 //   ASSIGN_OR_RETURN(HostCounters a, ReadHostCounters(source, Now()));
@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "machines/process_io.h"
 #include "upguard/status.h"
 
 namespace upguard::machines {
@@ -42,7 +43,8 @@ struct HostCounters {
   uint32_t cores = 1;
   uint64_t memory_used_bytes = 0;
   uint64_t context_switches = 0;
-  uint64_t disk_read_bytes = 0, disk_write_bytes = 0;
+  uint64_t disk_read_bytes = 0, disk_write_bytes = 0;  // whole disks (/proc/diskstats)
+  std::optional<CgroupIo> cgroup_io;       // with a cgroup: its processes' (replaces the disks')
   std::map<std::string, NetCounters> net;  // per interface, loopback left out
 };
 

@@ -17,6 +17,7 @@ class FakeHost {
     fs::create_directories(root_ / "proc/net");
     fs::create_directories(root_ / "cg/cpuacct/node-1");
     fs::create_directories(root_ / "cg/memory/node-1");
+    Write("cg/cpuacct/node-1/cgroup.procs", "");
   }
   ~FakeHost() { fs::remove_all(root_); }
 
@@ -44,6 +45,7 @@ class FakeHost {
               " 254 1 vda1 5 0 " +
               std::to_string(sectors_read) + " 0 0 0 16 0 0 0 0\n");
   }
+  fs::path Path(const std::string& rel) const { return root_ / rel; }
   HostSource Source() const {
     HostSource source;
     source.proc_root = (root_ / "proc").string();
@@ -101,6 +103,46 @@ TEST(HostCountersTest, CgroupCpuAndMemory) {
   StatusOr<HostCounters> bad = ReadHostCounters(source, 2.0);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("cgroup v1"), std::string::npos);
+}
+
+// With a cgroup the disk I/O is its processes' (process_io.h): node-1 holds process 11 and,
+// in a cgroup below it, 12; 13 is another machine's writer. The whole disk sees all three.
+TEST(HostCountersTest, CgroupDiskIoIsItsProcesses) {
+  FakeHost host;
+  HostSource source = host.Source();
+  source.cgroup = "node-1";
+  host.Write("cg/cpuacct/node-1/cpuacct.usage", "0\n");
+  host.Write("cg/memory/node-1/memory.usage_in_bytes", "0\n");
+  host.Write("cg/cpuacct/node-1/cgroup.procs", "11\n");
+  fs::create_directories(host.Path("cg/cpuacct/node-1/workers"));
+  host.Write("cg/cpuacct/node-1/workers/cgroup.procs", "12\n");
+  auto process = [&](int pid, uint64_t read, uint64_t written) {
+    fs::create_directories(host.Path("proc/" + std::to_string(pid)));
+    host.Write("proc/" + std::to_string(pid) + "/io",
+               "rchar: 999\nwchar: 999\nread_bytes: " + std::to_string(read) +
+                   "\nwrite_bytes: " + std::to_string(written) + "\ncancelled_write_bytes: 0\n");
+  };
+  host.Set(100, 300, 1000, 5000, 7000, 0);
+  for (int pid : {11, 12, 13}) process(pid, 0, 0);
+  StatusOr<HostCounters> a = ReadHostCounters(source, 10.0);
+  StatusOr<HostCounters> host_a = ReadHostCounters(host.Source(), 10.0);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  ASSERT_TRUE(host_a.ok()) << host_a.status().message();
+  ASSERT_EQ(a->cgroup_io->size(), 2u);  // 11 and 12
+  // 2 s later: node-1's 12 read 4 KiB and wrote 8 MiB; 13 wrote 64 MiB; the disk read 8 MiB.
+  process(12, 4096, 8 << 20);
+  process(13, 0, 64 << 20);
+  host.Set(100, 300, 1000, 5000, 7000, (8 << 20) / 512);
+  StatusOr<HostCounters> b = ReadHostCounters(source, 12.0);
+  StatusOr<HostCounters> host_b = ReadHostCounters(host.Source(), 12.0);
+  ASSERT_TRUE(b.ok() && host_b.ok());
+  const std::vector<MetricValue> machine = HostMetrics(*a, *b);
+  EXPECT_DOUBLE_EQ(Value(machine, "disk_write_bytes_per_second"), (8 << 20) / 2.0);
+  EXPECT_DOUBLE_EQ(Value(machine, "disk_read_bytes_per_second"), 4096 / 2.0);
+  EXPECT_DOUBLE_EQ(Value(HostMetrics(*host_a, *host_b), "disk_read_bytes_per_second"),
+                   (8 << 20) / 2.0);
+  fs::remove(host.Path("cg/cpuacct/node-1/cgroup.procs"));
+  EXPECT_FALSE(ReadHostCounters(source, 14.0).ok());  // not a cgroup: named, not zero
 }
 
 TEST(HostCountersTest, ReadsThisMachine) {
