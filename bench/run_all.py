@@ -187,9 +187,19 @@ def watch_section(build: Path, quick: bool) -> str:
                 (["--hosts", "2", "--healthy", "60"] if quick else [])))
 
 
+def machines_section(build: Path, quick: bool) -> str:
+    script = REPO / "bench" / "machines_eval.py"
+    return ("## Faulty machines (upguard machines)\n\n`bench/machines_eval.py`: four "
+            "machines, each a network namespace with a cgroup, an agent and one rank of the DDP "
+            "GPT; each fault kind on one machine in turn; `upguard machines detect` per method, "
+            "with and without the continuity check.\n\n" +
+            run([PYTHON, str(script), "--build", str(build)] + (["--quick"] if quick else [])))
+
+
 SECTIONS = {"training": training_section, "fingerprint": fingerprint_section,
             "zoom": zoom_section,
             "torches": torches_section, "watch": watch_section,
+            "machines": machines_section,
             "digest": lambda build, quick: digest_section(build),
             "diff": lambda build, quick: diff_section(build), "multirank": multirank_section}
 

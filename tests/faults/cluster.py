@@ -270,11 +270,13 @@ class Cluster:
 
     def launch(self, script: str, args: Sequence[str] = (), log_dir: Optional[Path] = None,
                python: str = PYTHON, env: Optional[Dict[str, str]] = None,
-               host_env: Optional[Sequence[Dict[str, str]]] = None) -> Job:
+               host_env: Optional[Sequence[Dict[str, str]]] = None,
+               host_cgroups: Optional[Sequence[Sequence[str]]] = None) -> Job:
         """One `torchrun --nnodes N --node_rank k` (through torchrun.py) per host inside its
         namespace, rendezvous at host 0, gloo on eth0; stdout and stderr of host k (its rank's
         too) in log_dir/host<k>.{out,err}. `env` adds to (or overrides) this process's, and
-        `host_env[k]` to host k's (a watch directory of its own, say)."""
+        `host_env[k]` to host k's (a watch directory of its own, say); host k's torchrun, and
+        so its rank, starts in the cgroup directories `host_cgroups[k]`."""
         log_dir = Path(log_dir or f"/tmp/{self.netns(0)}-logs")
         log_dir.mkdir(parents=True, exist_ok=True)
         child_env = {**os.environ, "GLOO_SOCKET_IFNAME": "eth0", "TP_SOCKET_IFNAME": "eth0",
@@ -289,8 +291,10 @@ class Cluster:
             with open(log_dir / f"host{host}.out", "wb") as out, \
                     open(log_dir / f"host{host}.err", "wb") as err:
                 env_k = {**child_env, **(host_env[host] if host_env else {})}
+                cgroups = host_cgroups[host] if host_cgroups else ()
                 procs.append(subprocess.Popen(command, stdout=out, stderr=err, env=env_k,
-                                              start_new_session=True))
+                                              start_new_session=True,
+                                              preexec_fn=lambda dirs=cgroups: join_cgroups(dirs)))
         job = Job(procs, str(script), log_dir)
         self.jobs.append(job)
         return job
@@ -341,6 +345,14 @@ class Cluster:
 
     def sigkill(self, rank: int) -> None:
         os.kill(self._worker(rank), signal.SIGKILL)
+
+
+def join_cgroups(dirs: Sequence[str]) -> None:
+    """Move the calling process into each cgroup v1 directory (a Popen's preexec_fn: the child
+    joins before it execs, so everything it starts is in them too)."""
+    for path in dirs:
+        with open(f"{path}/cgroup.procs", "w") as procs:
+            procs.write(str(os.getpid()))
 
 
 def _exit_on_signal(signum: int, _frame: object) -> None:

@@ -6,6 +6,8 @@ its creator's pid, so that anyone can tell whose it is without a registry file:
     netns   ugf-<rid>-<pid>-h<k>                 host k
     links   ugf<rid><pid>b, ugf<rid><pid>v<k>    the bridge, host k's end of its veth pair
     cgroup  /sys/fs/cgroup/cpu/ugf-<rid>-<pid>-r<k>   rank k slowed by slow_cpu
+    cgroup  /sys/fs/cgroup/{cpu,cpuacct,memory,blkio}/ugf-<rid>-<pid>-h<k>   machine k
+            (machines_cluster.py: the rank, its agent and the faults planted in it)
 
 (a link name has 15 characters at most: no dashes there; <rid> is always 3 hex digits). Qdiscs
 live on those links and go with them. The sweeper removes only objects whose creator is dead;
@@ -27,7 +29,9 @@ from dataclasses import dataclass
 from typing import List, Optional
 
 PREFIX = "ugf"
-CPU_CGROUP = "/sys/fs/cgroup/cpu"
+CGROUP_ROOT = "/sys/fs/cgroup"
+CPU_CGROUP = f"{CGROUP_ROOT}/cpu"
+CONTROLLERS = ("cpu", "cpuacct", "memory", "blkio")  # the cgroup v1 hierarchies swept
 NETNS_DIR = "/run/netns"
 
 _DASHED = re.compile(rf"^{PREFIX}-([0-9a-f]{{3}})-(\d+)-[hr]\d+$")
@@ -53,7 +57,7 @@ def cgroup_path(rid: str, pid: int, rank: int) -> str:
 @dataclass(frozen=True)
 class Leftover:
     kind: str  # "netns", "link" or "cgroup"
-    name: str
+    name: str  # a cgroup's with its controller: "cpu/ugf-..."
     rid: str
     pid: int
 
@@ -80,13 +84,16 @@ def _listdir(path: str) -> List[str]:
 def leftovers(rid: Optional[str] = None) -> List[Leftover]:
     """Every object named with the prefix (of run `rid` only, if given), whoever made it."""
     found = []
+    cgroups = [("cgroup", [f"{controller}/{name}"
+                           for name in _listdir(f"{CGROUP_ROOT}/{controller}")], _DASHED)
+               for controller in CONTROLLERS]
     for kind, names, pattern in (
             ("netns", _listdir(NETNS_DIR), _DASHED),
             ("link", [line.split(":")[1].strip().split("@")[0]
                       for line in ip("-o", "link", "show").splitlines()], _LINK),
-            ("cgroup", _listdir(CPU_CGROUP), _DASHED)):
+            *cgroups):
         for name in names:
-            match = pattern.match(name)
+            match = pattern.match(name.rsplit("/", 1)[-1])
             if match and rid in (None, match.group(1)):
                 found.append(Leftover(kind, name, match.group(1), int(match.group(2))))
     return found
@@ -103,8 +110,9 @@ def alive(pid: int) -> bool:
 
 
 def free_cgroup(path: str, timeout: float = 10) -> None:
-    """Move every task of the cgroup back to the root one, then remove the cgroup. A task just
-    killed keeps it busy (EBUSY) until its exit completes: retry until the deadline."""
+    """Move every task of the cgroup back to its hierarchy's root, then remove the cgroup. A
+    task just killed keeps it busy (EBUSY) until its exit completes: retry until the deadline."""
+    root_tasks = f"{os.path.dirname(path)}/tasks"
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -114,7 +122,7 @@ def free_cgroup(path: str, timeout: float = 10) -> None:
             return
         for tid in tids:
             try:
-                with open(f"{CPU_CGROUP}/tasks", "w") as root:
+                with open(root_tasks, "w") as root:
                     root.write(tid)
             except OSError:
                 pass  # the task exited meanwhile
@@ -143,7 +151,7 @@ def remove(item: Leftover) -> None:
     elif item.kind == "link":
         ip("link", "delete", item.name, check=False)  # a veth's peer goes with it
     else:
-        free_cgroup(f"{CPU_CGROUP}/{item.name}")
+        free_cgroup(f"{CGROUP_ROOT}/{item.name}")
 
 
 def sweep() -> List[Leftover]:

@@ -1,0 +1,53 @@
+"""`upguard machines` on real faults (issue 16, part 3; the full table is
+bench/machines_eval.py): four machines on this host (network namespaces with a cgroup, an agent
+and one rank of the DDP GPT each), one training run with three faults in turn on machines 1, 2
+and 3 (tests/faults/machines_scenarios.py, QUICK). What a user relies on: for each fault the
+detector names the faulted machine while the fault lasts, and names no machine when none is
+faulty. The best method the build has, with its default continuity check.
+
+Root only (namespaces, links, cgroups); a hard timeout; leaves nothing behind (the fixtures of
+test_fault_cluster.py)."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import pytest
+
+from conftest import BUILD, PYTHON, REPO
+from test_fault_cluster import WHY_UNUSABLE, timeout, timeout_and_no_leftovers  # noqa: F401
+
+sys.path.insert(0, str(REPO / "tests" / "faults"))
+from machines_scenarios import (GRACE_S, QUICK, concatenate, detect, fit,  # noqa: E402
+                                is_true_positive, methods, run_scenario)
+
+pytestmark = pytest.mark.skipif(bool(WHY_UNUSABLE), reason=WHY_UNUSABLE)
+UPGUARD = str(BUILD / "upguard")
+
+
+@timeout(240)
+def test_each_fault_names_its_machine_and_healthy_time_names_none(tmp_path):
+    started = time.monotonic()
+    run = run_scenario(QUICK, UPGUARD, tmp_path / "quick", PYTHON)
+    method = methods(UPGUARD)[0]
+    model = None
+    if method == "minder":  # fitted on the run's healthy warm-up, before the first fault
+        model = tmp_path / "minder.model"
+        first = min(label["start"] for label in run.labels)
+        history = tmp_path / "fit.csv"
+        concatenate([run.run_dir / f"node-{host}.csv" for host in range(QUICK.machines)],
+                    history, (run.span[0], first))
+        fit(UPGUARD, history, model)
+    found = detect(UPGUARD, run.metrics, method, model=model)
+    print(f"{method}: {time.monotonic() - started:.0f} s; labels {run.labels}; "
+          f"detections {found}")
+    assert [(label["kind"], label["machine"]) for label in run.labels] == [
+        (kind, f"node-{host}") for kind, host in QUICK.faults]
+    for label in run.labels:
+        named = [d for d in found if is_true_positive(d, label, grace=0.0)]
+        assert named, f"{label['kind']} on {label['machine']} not named: {found}"
+    # The healthy part: the warm-up and each fault's recovery after its grace.
+    false_alarms = [d for d in found
+                    if not any(is_true_positive(d, label) for label in run.labels)]
+    assert false_alarms == []
