@@ -16,11 +16,12 @@
 #include "machines/detector.h"
 #include "machines/metrics_csv.h"
 #include "machines/report.h"
+#include "machines/source.h"
 
 namespace upguard {
 
-const char kMachinesUsage[] = R"(usage: upguard machines detect --input METRICS.csv [options]
-       upguard machines agent [--listen HOST:PORT] [--output METRICS.csv] [options]
+const char kMachinesUsage[] = R"(usage: upguard machines detect --input SOURCE [options]
+       upguard machines agent [--listen HOST:PORT] [--output METRICS.csv|.db] [options]
 
 Names the machine whose metrics part from its peers' for long enough (after ByteDance's
 Minder): per window of samples, each machine's window of each metric is normalised to the
@@ -32,12 +33,19 @@ METRICS.csv is `time,machine,metric,value` (docs/formats/machine-metrics-csv.md)
 export turned into four columns; samples in any order, at any spacing (1 s or 5 min).
 
 options:
-  --input FILE       the metrics (CSV)
+  --input SOURCE     the metrics: http://HOST:PORT[/PREFIX] (a Prometheus server), the
+                     agent's SQLite file, or the CSV; several separated by commas
+  --start TIME       from (unix seconds, RFC 3339, now, -15m; default: Prometheus 15
+                     minutes before --end, files their first sample)
+  --end TIME         to (default: now for Prometheus, files their last sample)
+  --machine-label L  the Prometheus label that names the machine (default machine;
+                     instance for node_exporter's series, docs/machines.md)
   --method M         raw (default: distances of the normalised windows) or mahalanobis
                      (each machine's distance from the machines' mean, a baseline)
   --window N         points per window (default 8)
   --continuity K     windows in a row before a detection (default 4; 1 turns the check off)
-  --step SECONDS     the time grid's step (default: the median spacing of the samples)
+  --step SECONDS     the time grid's step (default: the median spacing of the samples),
+                     and Prometheus' query step (default 1, coarser past 11,000 points)
   --json             print JSON (schema upguard.machines/1, docs/cli.md)
 
 exit codes: 0 no machine parts from its peers, 1 one or more detections, 2 error.
@@ -48,7 +56,8 @@ disk; GPUs through NVML when there are any; the training's step time and collect
 --watch-dir) and serves them on http://HOST:PORT/metrics for Prometheus, and/or appends them to
 a metrics CSV.
   --listen HOST:PORT   serve /metrics there (port 0: a free port, printed at start)
-  --output FILE        append the samples to this CSV (the header when it is new)
+  --output FILE        append the samples to FILE.csv (the CSV; the header when it is new)
+                       or FILE.db (SQLite, docs/formats/machine-metrics-sqlite.md)
   --machine NAME       the name to report under (default: the host name)
   --interval SECONDS   between samples (default 1)
   --cgroup NAME        CPU, memory and disk I/O of this cgroup v1 instead of the host's
@@ -59,6 +68,8 @@ a metrics CSV.
 
 examples:
   upguard machines detect --input metrics.csv
+  upguard machines detect --input http://127.0.0.1:9090 --start -1h
+  upguard machines detect --input node-0.db,node-1.db,node-2.db
   upguard machines agent --listen 0.0.0.0:9400 --output /var/tmp/metrics.csv
   upguard machines agent --listen 0.0.0.0:9400 --watch-dir runs/w --ranks 0-7
 )";
@@ -83,9 +94,16 @@ StatusOr<int> RunDetect(int argc, char** argv) {
                                   {"window", 0, true},
                                   {"continuity", 0, true},
                                   {"step", 0, true},
+                                  {"start", 0, true},
+                                  {"end", 0, true},
+                                  {"machine-label", 0, true},
                                   {"json", 0, false}});
   RETURN_IF_ERROR(flags.Parse(argc, argv, 3));
-  if (!flags.Has("input")) return InvalidArgument("--input METRICS.csv is required");
+  if (!flags.Has("input")) {
+    return InvalidArgument(
+        "--input SOURCE is required: a metrics CSV, the agent's .db file, or "
+        "http://PROMETHEUS:9090");
+  }
   if (!flags.positionals().empty()) {
     return InvalidArgument("unexpected argument \"" + flags.positionals()[0] +
                            "\"; the metrics go in --input");
@@ -108,7 +126,13 @@ StatusOr<int> RunDetect(int argc, char** argv) {
   options.window = static_cast<size_t>(window);
   options.continuity = static_cast<size_t>(continuity);
   ASSIGN_OR_RETURN(const double step, PositiveSeconds(flags, "step", 0));
-  ASSIGN_OR_RETURN(machines::MetricSamples samples, machines::ReadMetricsCsv(flags.Get("input")));
+  machines::SourceOptions source;
+  source.start = flags.Get("start");
+  source.end = flags.Get("end");
+  source.step = step;
+  source.machine_label = flags.Get("machine-label", "machine");
+  ASSIGN_OR_RETURN(machines::MetricSamples samples,
+                   machines::LoadSamples(flags.Get("input"), source));
   ASSIGN_OR_RETURN(machines::Grid grid, machines::MakeGrid(samples, step));
   const machines::DetectResult result =
       machines::Detect(grid, machines::RangesOf(grid), nullptr, options);

@@ -7,7 +7,7 @@
 
 #include "machines/exposition.h"
 #include "machines/http_server.h"
-#include "machines/metrics_csv.h"
+#include "machines/metrics_sink.h"
 
 namespace upguard::machines {
 namespace {
@@ -20,20 +20,6 @@ double WallSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-struct FileCloser {
-  void operator()(std::FILE* file) const { std::fclose(file); }
-};
-
-StatusOr<std::unique_ptr<std::FILE, FileCloser>> OpenOutput(const std::string& path) {
-  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "a"));
-  if (!file) return IoError("cannot append to " + path + " (does its folder exist?)");
-  std::fseek(file.get(), 0, SEEK_END);
-  if (std::ftell(file.get()) == 0) {
-    std::fprintf(file.get(), "%s\n", std::string(kMetricsCsvHeader).c_str());
-  }
-  return file;
-}
-
 }  // namespace
 
 Status RunAgent(const AgentOptions& options, const std::atomic<bool>& stop,
@@ -44,9 +30,9 @@ Status RunAgent(const AgentOptions& options, const std::atomic<bool>& stop,
     RETURN_IF_ERROR(server.Start(options.listen));
     if (on_listening != nullptr) on_listening(server.port());
   }
-  std::unique_ptr<std::FILE, FileCloser> output;
+  std::unique_ptr<MetricsSink> output;  // the CSV or the SQLite file, by extension
   if (!options.output.empty()) {
-    ASSIGN_OR_RETURN(output, OpenOutput(options.output));
+    ASSIGN_OR_RETURN(output, OpenMetricsSink(options.output));
   }
   const double started = SteadySeconds();
   ASSIGN_OR_RETURN(HostCounters before, ReadHostCounters(options.source, started));
@@ -69,14 +55,7 @@ Status RunAgent(const AgentOptions& options, const std::atomic<bool>& stop,
     }
     before = std::move(after);
     server.Publish(RenderExposition(options.machine, metrics));
-    if (output) {
-      const std::string stamp = FormatTime(WallSeconds(), TimeForm::kSeconds);
-      for (const MetricValue& metric : metrics) {
-        std::fprintf(output.get(), "%s,%s,%s,%.17g\n", stamp.c_str(), options.machine.c_str(),
-                     metric.CsvName().c_str(), metric.value);
-      }
-      std::fflush(output.get());
-    }
+    if (output) RETURN_IF_ERROR(output->Append(WallSeconds(), options.machine, metrics));
   }
   return Status::Ok();
 }

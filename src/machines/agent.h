@@ -19,7 +19,7 @@ struct AgentOptions {
   std::string machine;  // the name it reports under
   double interval = 1;  // seconds between samples
   HostSource source;
-  std::string output;   // a CSV to append to; empty: none
+  std::string output;   // a .csv or .db file to append to (metrics_sink.h); empty: none
   double duration = 0;  // seconds to run; 0: until `stop`
   // Sampled with the host at every interval, their metrics after the host's (GPUs, the
   // training); owned by the caller, alive until RunAgent returns.
