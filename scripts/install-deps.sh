@@ -4,9 +4,10 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config
-  libxxhash-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev
+  libxxhash-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev libsqlite3-dev
   python3 python3-dev python3-torch libtorch-dev pybind11-dev python3-pybind11
   python3-numpy python3-pytest python3-torchvision
+  prometheus  # tests/e2e/test_machines_sources.py starts its own Prometheus (and promtool)
 )
 
 missing=()
@@ -31,3 +32,9 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# Debian's prometheus starts a system service where it can; the tests start their own on a free
+# port, so leave none running.
+if [[ " ${missing[*]} " == *" prometheus "* ]]; then
+  $SUDO systemctl disable --now prometheus >/dev/null 2>&1 || true
+  $SUDO service prometheus stop >/dev/null 2>&1 || true
+fi
