@@ -9,8 +9,10 @@ continuity check (the default) and without (--continuity 1), scored against the 
 labels: precision, recall, F1 and fault-to-alert time per fault kind. Root only. Markdown out.
 
     /usr/bin/python3 bench/machines_eval.py --build build/release [--quick] [--keep DIR]
+    /usr/bin/python3 bench/machines_eval.py --rescore DIR     # DIR of an earlier --keep
 
 --quick: the short scenario of `make test` (three faults of 20 s) and a 60 s healthy run.
+--rescore: no training; the runs an earlier --keep left, scored again (a new detector, say).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -27,7 +30,7 @@ from typing import Dict, List, Optional
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "faults"))
 from machines_scenarios import (FULL, GRACE_S, QUICK, Run, Score, concatenate, detect,  # noqa
-                                fit, healthy, methods, run_scenario, score)
+                                fit, healthy, load_run, methods, run_scenario, score)
 
 PRECISION_TARGET, F1_TARGET, ALERT_TARGET_S = 0.95, 0.93, 10.0
 CONTINUITIES = (None, 1)  # the default check, and none
@@ -93,37 +96,85 @@ def targets(rows: List[Dict], healthy_s: float) -> List[str]:
     return lines
 
 
+def signatures(run: Run) -> List[str]:
+    """What each fault looks like in the metrics: per fault, the metrics on which the faulty
+    machine's median over the fault (its first 5 s left out) is off its peers' by > 25 %."""
+    samples: Dict[tuple, List[float]] = {}
+    with open(run.metrics) as source:
+        next(source)
+        for line in source:
+            time_s, machine, metric, value = line.rstrip("\n").split(",")
+            samples.setdefault((machine, metric), []).append((float(time_s), float(value)))
+    lines = ["| fault | metric | faulty machine | peers (median of medians) | ratio |",
+             "|---|---|---:|---:|---:|"]
+    for label in run.labels:
+        found = []
+        for (machine, metric), series in samples.items():
+            if machine != label["machine"]:
+                continue
+            during = [(m, statistics.median(v for t, v in points
+                                            if label["start"] + 5 <= t <= label["end"]))
+                      for (m, name), points in samples.items() if name == metric
+                      and any(label["start"] + 5 <= t <= label["end"] for t, _ in points)]
+            mine = [value for m, value in during if m == machine]
+            peers = [value for m, value in during if m != machine]
+            if not mine or not peers:
+                continue
+            peer = statistics.median(peers)
+            ratio = mine[0] / peer if peer else float("inf") if mine[0] else 1.0
+            if abs(ratio - 1) > 0.25:
+                found.append((metric, mine[0], peer, ratio))
+        for metric, mine, peer, ratio in sorted(found) or [("(none)", None, None, None)]:
+            lines.append(f"| {label['kind']} on {label['machine']} | {metric} | "
+                         f"{_short(mine)} | {_short(peer)} | {_short(ratio)} |")
+    return lines
+
+
+def _short(value: Optional[float]) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3g}" if abs(value) < 1e4 else f"{value:.2e}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", default=str(REPO / "build" / "release"))
     parser.add_argument("--python", default="/usr/bin/python3")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--keep", help="run directories here (kept), not in a temporary one")
+    parser.add_argument("--rescore", help="score the runs an earlier --keep left here again")
     parser.add_argument("--json", help="write the rows (scores, detections) here")
     args = parser.parse_args()
     upguard = str(Path(args.build).resolve() / "upguard")
-    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="machines-eval-"))
+    keep = args.keep or args.rescore
+    work = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="machines-eval-"))
     work.mkdir(parents=True, exist_ok=True)
     scenario = QUICK if args.quick else FULL
-    healthy_s = 60.0 if args.quick else 180.0
+    if args.rescore and (work / QUICK.name).is_dir() and not (work / FULL.name).is_dir():
+        scenario = QUICK
+    healthy_s = 60.0 if scenario is QUICK else 180.0
+
+    def scenario_run(which, name: str) -> Run:
+        if args.rescore:
+            return load_run(which, work / name)
+        return run_scenario(which, upguard, work / name, args.python)
     started = time.time()
     try:
-        faulty = run_scenario(scenario, upguard, work / scenario.name, args.python)
-        clean = run_scenario(healthy(healthy_s), upguard, work / "healthy", args.python)
+        faulty = scenario_run(scenario, scenario.name)
+        clean = scenario_run(healthy(healthy_s), "healthy")
         model = None
         if "minder" in methods(upguard):
             # Fitted on healthy history the evaluation never scores: a run of its own (full),
             # or the fault run's warm-up (quick).
-            if args.quick:
+            if scenario is QUICK:
                 history = warmup_csv(faulty, work / "fit.csv")
             else:
-                history = run_scenario(healthy(150.0), upguard, work / "fit",
-                                       args.python).metrics
+                history = scenario_run(healthy(150.0), "fit").metrics
             model = work / "minder.model"
             fit(upguard, history, model)
         rows = evaluate(upguard, faulty, clean, model)
     finally:
-        if not args.keep:
+        if not keep:
             shutil.rmtree(work, ignore_errors=True)
     kinds = list(dict.fromkeys(label["kind"] for label in faulty.labels))
     where = ", ".join(f"{label['kind']} on {label['machine']}" for label in faulty.labels)
@@ -136,6 +187,9 @@ def main() -> None:
     print("\n".join(table(rows, kinds)))
     print()
     print("\n".join(targets(rows, healthy_s)))
+    print("\nWhat each fault looks like: the metrics on which the faulty machine's median over "
+          "the fault (after its first 5 s) is more than 25 % off its peers'.\n")
+    print("\n".join(signatures(faulty)))
     if args.json:
         Path(args.json).write_text(json.dumps(
             [{**row, "scores": {kind: vars(s) for kind, s in row["scores"].items()}}

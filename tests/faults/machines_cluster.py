@@ -264,8 +264,10 @@ class Machines(Cluster):
         return undo
 
 
+# In the order the full scenario plants them: link_down last, since every rank halts with it
+# and TCP's retransmission backoff keeps them halted for up to ~25 s after the link is back.
 KINDS = ("cpu_quota", "cpu_contention", "memory_pressure", "disk_fill", "rate_limit",
-         "link_down", "sigstop")
+         "sigstop", "link_down")
 
 
 def read_labels(run_dir: Path) -> List[Dict[str, object]]:

@@ -55,8 +55,7 @@ class Scenario:
         return self.settle_s + self.warmup_s + len(self.faults) * (self.fault_s + self.gap_s)
 
 
-# Faults on machines 1..3 in turn (machine 0 holds the rendezvous); link_down last, since its
-# TCP retransmissions back off for a while after the link comes back.
+# Faults on machines 1..3 in turn (machine 0 holds the rendezvous), in KINDS' order.
 FULL = Scenario("full", [(kind, 1 + index % 3) for index, kind in enumerate(KINDS)])
 QUICK = Scenario("quick", [("cpu_contention", 1), ("memory_pressure", 2), ("sigstop", 3)],
                  warmup_s=25.0, fault_s=20.0, gap_s=20.0, settle_s=12.0)
@@ -102,6 +101,13 @@ def run_scenario(scenario: Scenario, upguard: str, run_dir: Path,
     (run_dir / "scenario.json").write_text(json.dumps(
         {"scenario": scenario.name, "span": span, "faults": scenario.faults}))
     return Run(scenario, run_dir, metrics, read_labels(run_dir), span)
+
+
+def load_run(scenario: Scenario, run_dir: Path) -> Run:
+    """A run that run_scenario() left in run_dir, to score again (another detector, say)."""
+    run_dir = Path(run_dir)
+    span = tuple(json.loads((run_dir / "scenario.json").read_text())["span"])
+    return Run(scenario, run_dir, run_dir / "metrics.csv", read_labels(run_dir), span)
 
 
 def _sleep_until(when: float, job) -> None:
