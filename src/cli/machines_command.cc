@@ -12,6 +12,7 @@
 #include "cli/agent_sources.h"
 #include "cli/command.h"
 #include "cli/flags.h"
+#include "cli/machines_fit_exec.h"
 #include "machines/agent.h"
 #include "machines/detector.h"
 #include "machines/metrics_csv.h"
@@ -20,7 +21,9 @@
 
 namespace upguard {
 
-const char kMachinesUsage[] = R"(usage: upguard machines detect --input SOURCE [options]
+const char kMachinesUsage[] =
+    R"(usage: upguard machines detect --input SOURCE [--model MODEL] [options]
+       upguard machines fit --input SOURCE -o MODEL [--labels FILE]  (upguard machines fit -h)
        upguard machines agent [--listen HOST:PORT] [--output METRICS.csv|.db] [options]
 
 Names the machine whose metrics part from its peers' for long enough (after ByteDance's
@@ -40,9 +43,13 @@ options:
   --end TIME         to (default: now for Prometheus, files their last sample)
   --machine-label L  the Prometheus label that names the machine (default machine;
                      instance for node_exporter's series, docs/machines.md)
-  --method M         raw (default: distances of the normalised windows) or mahalanobis
-                     (each machine's distance from the machines' mean, a baseline)
-  --window N         points per window (default 8)
+  --model MODEL      Minder's model (`upguard machines fit`): each metric's denoiser turns
+                     a machine's window into an embedding, and metrics are tried in the
+                     model's priority
+  --method M         minder (the default with --model), raw (the default without: distances
+                     of the normalised windows) or mahalanobis (each machine's distance from
+                     the machines' mean); raw and mahalanobis are the baselines
+  --window N         points per window (default 8, or the model's)
   --continuity K     windows in a row before a detection (default 4; 1 turns the check off)
   --step SECONDS     the time grid's step (default: the median spacing of the samples),
                      and Prometheus' query step (default 1, coarser past 11,000 points)
@@ -97,6 +104,7 @@ StatusOr<int> RunDetect(int argc, char** argv) {
                                   {"start", 0, true},
                                   {"end", 0, true},
                                   {"machine-label", 0, true},
+                                  {"model", 0, true},
                                   {"json", 0, false}});
   RETURN_IF_ERROR(flags.Parse(argc, argv, 3));
   if (!flags.Has("input")) {
@@ -110,16 +118,33 @@ StatusOr<int> RunDetect(int argc, char** argv) {
   }
   machines::DetectOptions options;
   machines::ReportContext context;
-  const std::string method = flags.Get("method", "raw");
+  machines::MachineModel model;
+  if (flags.Has("model")) {
+    ASSIGN_OR_RETURN(model, machines::ReadMachineModel(flags.Get("model")));
+  }
+  const std::string method = flags.Get("method", flags.Has("model") ? "minder" : "raw");
   if (method == "raw") {
     context.method = "raw distance";
   } else if (method == "mahalanobis") {
     options.distance = machines::Distance::kMahalanobis;
     context.method = "Mahalanobis";
+  } else if (method == "minder") {
+    if (!flags.Has("model")) {
+      return InvalidArgument("--method minder needs --model MODEL (upguard machines fit)");
+    }
+    options.model = &model;
+    context.method = "Minder";
   } else {
-    return InvalidArgument("--method \"" + method + "\": use raw or mahalanobis");
+    return InvalidArgument("--method \"" + method + "\": use minder, raw or mahalanobis");
   }
-  ASSIGN_OR_RETURN(const int64_t window, flags.GetInt("window", 8));
+  const int64_t model_window = options.model ? static_cast<int64_t>(model.window) : 8;
+  ASSIGN_OR_RETURN(const int64_t window, flags.GetInt("window", model_window));
+  if (options.model && window != model_window) {
+    return InvalidArgument("--window " + std::to_string(window) +
+                           ": the model's denoisers were "
+                           "trained on windows of " +
+                           std::to_string(model_window) + " points");
+  }
   ASSIGN_OR_RETURN(const int64_t continuity, flags.GetInt("continuity", 4));
   if (window < 2 || window > 4096) return InvalidArgument("--window must be 2..4096 points");
   if (continuity < 1) return InvalidArgument("--continuity must be at least 1");
@@ -134,8 +159,8 @@ StatusOr<int> RunDetect(int argc, char** argv) {
   ASSIGN_OR_RETURN(machines::MetricSamples samples,
                    machines::LoadSamples(flags.Get("input"), source));
   ASSIGN_OR_RETURN(machines::Grid grid, machines::MakeGrid(samples, step));
-  const machines::DetectResult result =
-      machines::Detect(grid, machines::RangesOf(grid), nullptr, options);
+  if (options.model) options.metric_order = machines::PriorityOrder(grid, model);
+  const machines::DetectResult result = machines::Detect(grid, machines::RangesOf(grid), options);
   context.window = options.window;
   context.continuity = options.continuity;
   if (flags.Has("json")) {
@@ -195,7 +220,8 @@ StatusOr<int> RunAgentVerb(int argc, char** argv) {
 StatusOr<int> RunMachinesCommand(int argc, char** argv) {
   if (argc >= 3 && std::strcmp(argv[2], "detect") == 0) return RunDetect(argc, argv);
   if (argc >= 3 && std::strcmp(argv[2], "agent") == 0) return RunAgentVerb(argc, argv);
-  return InvalidArgument(argc < 3 ? std::string("expects a verb: upguard machines detect|agent")
+  if (argc >= 3 && std::strcmp(argv[2], "fit") == 0) return ExecMachinesFit(argc, argv);
+  return InvalidArgument(argc < 3 ? std::string("expects a verb: upguard machines detect|fit|agent")
                                   : "unknown verb \"" + std::string(argv[2]) +
                                         "\"; try: upguard machines detect --input FILE");
 }

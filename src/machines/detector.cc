@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
+#include <thread>
 
 namespace upguard::machines {
 namespace {
@@ -13,36 +15,111 @@ double Percentile(std::vector<double>& values, double fraction) {
   return values[at];
 }
 
-// The machine flagged in the window ending at `end`, trying metrics in `order`.
-bool FlagWindow(const Grid& grid, const std::vector<MetricRange>& ranges, const Embedder& embed,
-                const DetectOptions& options, const std::vector<size_t>& order, size_t end,
-                WindowFlag* flag) {
-  const size_t first = end + 1 - options.window;
-  std::vector<std::vector<double>> rows;
-  std::vector<size_t> owners;
-  for (size_t metric : order) {
-    rows.clear();
-    owners.clear();
-    const MetricRange& range = ranges[metric];
-    for (size_t machine = 0; machine < grid.machines.size(); ++machine) {
-      const double* series = grid.Series(metric, machine);
-      std::vector<double> row(options.window);
-      bool complete = true;
-      for (size_t idx = 0; idx < options.window && complete; ++idx) {
-        const double value = series[first + idx];
-        complete = std::isfinite(value);
-        row[idx] = (value - range.lo) / (range.hi - range.lo);
-      }
-      if (!complete) continue;
-      rows.push_back(embed ? embed(metric, row) : std::move(row));
-      owners.push_back(machine);
-    }
-    const PeerScore score = ScorePeers(rows, options.distance, options.rule);
-    if (score.machine < 0) continue;
-    *flag = WindowFlag{end, owners[static_cast<size_t>(score.machine)], metric, score.z};
-    return true;
+// The grid normalised once: per metric the denoiser (or none) and every series in units of the
+// metric's range, as floats [metric][machine][point].
+struct Prepared {
+  std::vector<const Denoiser*> denoisers;
+  std::vector<float> values;
+  size_t machines = 0;
+  size_t length = 0;
+  const float* Series(size_t metric, size_t machine) const {
+    return values.data() + (metric * machines + machine) * length;
   }
-  return false;
+};
+
+Prepared Prepare(const Grid& grid, const std::vector<MetricRange>& ranges,
+                 const MachineModel* model) {
+  Prepared out;
+  out.machines = grid.machines.size();
+  out.length = grid.length;
+  out.values.resize(grid.values.size());
+  for (size_t metric = 0; metric < grid.metrics.size(); ++metric) {
+    const Denoiser* d = model ? model->Find(grid.metrics[metric]) : nullptr;
+    out.denoisers.push_back(d);
+    const double lo = d ? d->lo : ranges[metric].lo;
+    const double hi = d ? d->hi : ranges[metric].hi;
+    for (size_t machine = 0; machine < out.machines; ++machine) {
+      const double* series = grid.Series(metric, machine);
+      float* to = out.values.data() + (metric * out.machines + machine) * out.length;
+      for (size_t point = 0; point < out.length; ++point) {
+        to[point] = static_cast<float>((series[point] - lo) / (hi - lo));
+      }
+    }
+  }
+  return out;
+}
+
+// Buffers one thread reuses from window to window.
+struct Scratch {
+  std::vector<float> windows;
+  std::vector<float> embeddings;
+  std::vector<size_t> owners;
+};
+
+// The machine flagged in the window ending at `end`, trying metrics in `order`.
+std::optional<WindowFlag> FlagWindow(const Prepared& data, const DetectOptions& options,
+                                     const std::vector<size_t>& order, size_t end,
+                                     Scratch* scratch) {
+  const size_t window = options.window;
+  const size_t first = end + 1 - window;
+  for (size_t metric : order) {
+    scratch->windows.clear();
+    scratch->owners.clear();
+    for (size_t machine = 0; machine < data.machines; ++machine) {
+      const float* series = data.Series(metric, machine) + first;
+      bool complete = true;
+      for (size_t idx = 0; idx < window && complete; ++idx) complete = std::isfinite(series[idx]);
+      if (!complete) continue;
+      scratch->windows.insert(scratch->windows.end(), series, series + window);
+      scratch->owners.push_back(machine);
+    }
+    const size_t n = scratch->owners.size();
+    const Denoiser* denoiser = data.denoisers[metric];
+    PeerScore score;
+    if (denoiser == nullptr) {
+      score = ScorePeers(scratch->windows.data(), n, window, options.distance, options.rule);
+    } else {
+      scratch->embeddings.resize(n * denoiser->latent);
+      denoiser->EmbedBatch(scratch->windows.data(), n, window, scratch->embeddings.data());
+      PeerRule rule = options.rule;
+      rule.min_distance = 0;  // latent units: the raw window's move is checked below
+      score = ScorePeers(scratch->embeddings.data(), n, denoiser->latent, options.distance, rule);
+      if (score.machine >= 0 &&
+          RmsDistanceTo(scratch->windows.data(), n, window, static_cast<size_t>(score.machine)) <
+              options.rule.min_distance) {
+        score.machine = -1;
+      }
+    }
+    if (score.machine < 0) continue;
+    return WindowFlag{end, scratch->owners[static_cast<size_t>(score.machine)], metric, score.z};
+  }
+  return std::nullopt;
+}
+
+// Every window's flag, the windows shared out among threads in contiguous runs.
+std::vector<std::optional<WindowFlag>> FlagAll(const Prepared& data, const DetectOptions& options,
+                                               const std::vector<size_t>& order) {
+  const size_t windows = data.length - options.window + 1;
+  std::vector<std::optional<WindowFlag>> flags(windows);
+  size_t threads = options.threads;
+  if (threads == 0) threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
+  // A thread is worth starting for about 100,000 machine-windows of work.
+  const size_t work = windows * data.machines * order.size();
+  threads = std::clamp<size_t>(work / 100000, 1, threads);
+  auto run = [&](size_t begin, size_t stop) {
+    Scratch scratch;
+    for (size_t idx = begin; idx < stop; ++idx) {
+      flags[idx] = FlagWindow(data, options, order, idx + options.window - 1, &scratch);
+    }
+  };
+  std::vector<std::thread> pool;
+  const size_t chunk = (windows + threads - 1) / threads;
+  for (size_t t = 1; t < threads; ++t) {
+    pool.emplace_back(run, std::min(windows, t * chunk), std::min(windows, (t + 1) * chunk));
+  }
+  run(0, std::min(windows, chunk));
+  for (std::thread& thread : pool) thread.join();
+  return flags;
 }
 
 // Extends a detection by one more window that flagged its machine.
@@ -76,7 +153,31 @@ std::vector<MetricRange> RangesOf(const Grid& grid) {
   return ranges;
 }
 
-DetectResult Detect(const Grid& grid, const std::vector<MetricRange>& ranges, const Embedder& embed,
+std::vector<size_t> PriorityOrder(const Grid& grid, const MachineModel& model) {
+  std::vector<size_t> order;
+  std::vector<bool> placed(grid.metrics.size(), false);
+  auto place = [&](size_t metric) {
+    if (!placed[metric]) order.push_back(metric);
+    placed[metric] = true;
+  };
+  for (const std::string& name : model.priority) {
+    for (size_t metric = 0; metric < grid.metrics.size(); ++metric) {
+      if (grid.metrics[metric] == name) place(metric);
+    }
+  }
+  for (size_t metric = 0; metric < grid.metrics.size(); ++metric) place(metric);
+  return order;
+}
+
+std::vector<bool> DenoisedMetrics(const Grid& grid, const MachineModel* model) {
+  std::vector<bool> out(grid.metrics.size(), false);
+  for (size_t metric = 0; model && metric < grid.metrics.size(); ++metric) {
+    out[metric] = model->Find(grid.metrics[metric]) != nullptr;
+  }
+  return out;
+}
+
+DetectResult Detect(const Grid& grid, const std::vector<MetricRange>& ranges,
                     const DetectOptions& options) {
   DetectResult result;
   if (options.window == 0 || grid.length < options.window) return result;
@@ -85,16 +186,19 @@ DetectResult Detect(const Grid& grid, const std::vector<MetricRange>& ranges, co
     order.resize(grid.metrics.size());
     std::iota(order.begin(), order.end(), 0);
   }
+  const Prepared data = Prepare(grid, ranges, options.model);
+  const std::vector<std::optional<WindowFlag>> flags = FlagAll(data, options, order);
   const size_t needed = std::max<size_t>(options.continuity, 1);
   size_t run_machine = 0;
   size_t run_length = 0;
   size_t run_first = 0;
-  for (size_t end = options.window - 1; end < grid.length; ++end) {
-    WindowFlag flag;
-    if (!FlagWindow(grid, ranges, embed, options, order, end, &flag)) {
+  for (const std::optional<WindowFlag>& maybe : flags) {
+    if (!maybe) {
       run_length = 0;
       continue;
     }
+    const WindowFlag& flag = *maybe;
+    const size_t end = flag.end_point;
     result.flags.push_back(flag);
     // An unflagged window ended the run above, so a run is always of consecutive windows.
     if (run_length > 0 && flag.machine == run_machine) {

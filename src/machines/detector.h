@@ -1,20 +1,20 @@
 // Minder's detection over a Grid (docs/machines.md): windows of `window` points slide one point
 // at a time; in each, the metrics are tried in priority order, each machine's window of the
-// metric normalised to the metric's range and (for Minder) denoised into an embedding, and the
-// first metric whose peer score (peer_score.h) names a machine flags it for that window. A
-// detection is the same machine flagged in `continuity` windows in a row (Minder's continuity
-// check; 1 turns it off): it starts at the first of them, is raised at the last of them, and
-// lasts while that machine stays flagged.
+// metric normalised to the metric's range and (for Minder: a model with a denoiser for the
+// metric) turned into its embedding, and the first metric whose peer score (peer_score.h) names
+// a machine flags it for that window. A detection is the same machine flagged in `continuity`
+// windows in a row (Minder's continuity check; 1 turns it off): it starts at the first of them,
+// is raised at the last of them, and lasts while that machine stays flagged.
 //
-//   DetectOptions options;  // Minder's defaults
-//   DetectResult result = Detect(grid, RangesOf(grid), nullptr, options);
+//   DetectOptions options;  // the raw distance; options.model = &model for Minder
+//   DetectResult result = Detect(grid, RangesOf(grid), options);
 #pragma once
 
 #include <cstddef>
-#include <functional>
 #include <vector>
 
 #include "machines/grid.h"
+#include "machines/machine_model.h"
 #include "machines/peer_score.h"
 
 namespace upguard::machines {
@@ -28,16 +28,17 @@ struct MetricRange {
 // and point (a flat metric gets a range of 1, so it never flags).
 std::vector<MetricRange> RangesOf(const Grid& grid);
 
-// Turns one machine's normalised window of one metric into the vector machines are compared by
-// (Minder: the denoiser's embedding). Null: the normalised window itself (the raw baseline).
-using Embedder = std::function<std::vector<double>(size_t metric, const std::vector<double>&)>;
-
 struct DetectOptions {
   size_t window = 8;
   size_t continuity = 4;
   Distance distance = Distance::kEuclidean;
   PeerRule rule;
   std::vector<size_t> metric_order;  // priority; empty: the grid's order
+  // Minder: a metric with a denoiser here is normalised to the denoiser's range and compared
+  // by embeddings (the z-score and ratio rules), its raw window still moving at least
+  // `rule.min_distance`; other metrics as without a model. Null: the raw distance everywhere.
+  const MachineModel* model = nullptr;
+  size_t threads = 0;  // 0: the machine's cores, up to 8 (windows are scored independently)
 };
 
 struct WindowFlag {
@@ -61,7 +62,14 @@ struct DetectResult {
   std::vector<Detection> detections;
 };
 
-DetectResult Detect(const Grid& grid, const std::vector<MetricRange>& ranges, const Embedder& embed,
+DetectResult Detect(const Grid& grid, const std::vector<MetricRange>& ranges,
                     const DetectOptions& options);
+
+// The grid's metrics in `model`'s priority: names the grid lacks skipped, the grid's metrics the
+// priority lacks after the others, in the grid's order.
+std::vector<size_t> PriorityOrder(const Grid& grid, const MachineModel& model);
+
+// The metrics of `grid` that `model` has a denoiser for (empty without a model).
+std::vector<bool> DenoisedMetrics(const Grid& grid, const MachineModel* model);
 
 }  // namespace upguard::machines

@@ -47,7 +47,7 @@ Grid Cluster(size_t machines, size_t length, int faulty, size_t fault_at, double
 TEST(DetectorTest, NamesTheMachineMetricAndTimeOfAShift) {
   const Grid grid = Cluster(8, 400, /*faulty=*/5, /*fault_at=*/200, /*shift=*/0.3);
   DetectOptions options;
-  const DetectResult result = Detect(grid, RangesOf(grid), nullptr, options);
+  const DetectResult result = Detect(grid, RangesOf(grid), options);
   ASSERT_EQ(result.detections.size(), 1u);
   const Detection& found = result.detections[0];
   EXPECT_EQ(found.machine, 5u);
@@ -62,7 +62,7 @@ TEST(DetectorTest, HealthyClustersRaiseNothing) {
   for (uint64_t seed = 1; seed <= 5; ++seed) {
     for (size_t machines : {4u, 8u, 32u}) {
       const Grid grid = Cluster(machines, 600, /*faulty=*/-1, 0, 0, seed);
-      const DetectResult result = Detect(grid, RangesOf(grid), nullptr, DetectOptions{});
+      const DetectResult result = Detect(grid, RangesOf(grid), DetectOptions{});
       EXPECT_TRUE(result.detections.empty()) << machines << " machines, seed " << seed;
     }
   }
@@ -70,7 +70,7 @@ TEST(DetectorTest, HealthyClustersRaiseNothing) {
 
 TEST(DetectorTest, FourMachinesAreEnough) {
   const Grid grid = Cluster(4, 300, /*faulty=*/0, /*fault_at=*/100, /*shift=*/0.3);
-  const DetectResult result = Detect(grid, RangesOf(grid), nullptr, DetectOptions{});
+  const DetectResult result = Detect(grid, RangesOf(grid), DetectOptions{});
   ASSERT_EQ(result.detections.size(), 1u);
   EXPECT_EQ(result.detections[0].machine, 0u);
 }
@@ -83,13 +83,13 @@ TEST(DetectorTest, ContinuityAndPriorityAsAsked) {
   grid.values[(1 * 8 + 3) * 100 + 50] += 0.6;
   DetectOptions options;
   options.continuity = options.window + 2;
-  DetectResult result = Detect(grid, RangesOf(grid), nullptr, options);
+  DetectResult result = Detect(grid, RangesOf(grid), options);
   EXPECT_TRUE(result.detections.empty());
   ASSERT_FALSE(result.flags.empty());
   EXPECT_EQ(result.flags[0].machine, 3u);
   EXPECT_EQ(result.flags[0].metric, 1u);
   options.continuity = 1;
-  result = Detect(grid, RangesOf(grid), nullptr, options);
+  result = Detect(grid, RangesOf(grid), options);
   ASSERT_FALSE(result.detections.empty());
   EXPECT_EQ(result.detections[0].machine, 3u);
 }
@@ -99,7 +99,7 @@ TEST(DetectorTest, MachinesWithGapsSitOutTheirWindows) {
   for (size_t point = 0; point < 200; ++point) {
     grid.values[(1 * 6 + 4) * 200 + point] = std::nan("");  // node-4 has no cpu at all
   }
-  const DetectResult result = Detect(grid, RangesOf(grid), nullptr, DetectOptions{});
+  const DetectResult result = Detect(grid, RangesOf(grid), DetectOptions{});
   ASSERT_EQ(result.detections.size(), 1u);
   EXPECT_EQ(result.detections[0].machine, 2u);
 }
@@ -108,7 +108,7 @@ TEST(DetectorTest, MahalanobisBaselineFindsALargeShift) {
   const Grid grid = Cluster(8, 300, /*faulty=*/6, /*fault_at=*/150, /*shift=*/0.4);
   DetectOptions options;
   options.distance = Distance::kMahalanobis;
-  const DetectResult result = Detect(grid, RangesOf(grid), nullptr, options);
+  const DetectResult result = Detect(grid, RangesOf(grid), options);
   ASSERT_FALSE(result.detections.empty());
   EXPECT_EQ(result.detections[0].machine, 6u);
 }

@@ -15,21 +15,56 @@ double Median(std::vector<double> values) {
   return (*std::max_element(values.begin(), values.begin() + mid) + upper) / 2;
 }
 
-// RMS distance per sample between two rows, so window length does not change the scale.
-double RmsDistance(const std::vector<double>& a, const std::vector<double>& b) {
-  double sum = 0;
-  for (size_t idx = 0; idx < a.size(); ++idx) sum += (a[idx] - b[idx]) * (a[idx] - b[idx]);
-  return std::sqrt(sum / static_cast<double>(std::max<size_t>(a.size(), 1)));
+std::vector<double> ColumnMeans(const float* rows, size_t n, size_t dims) {
+  std::vector<double> mean(dims, 0.0);
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t d = 0; d < dims; ++d) mean[d] += rows[i * dims + d];
+  }
+  for (double& m : mean) m /= static_cast<double>(n);
+  return mean;
 }
 
-std::vector<double> MeanDistances(const std::vector<std::vector<double>>& rows) {
-  const size_t n = rows.size();
+// Per row, the squared distance to the rows' mean.
+std::vector<double> SquaredFromMean(const float* rows, size_t n, size_t dims,
+                                    const std::vector<double>& mean) {
+  std::vector<double> out(n, 0.0);
+  for (size_t i = 0; i < n; ++i) {
+    double sum = 0;
+    for (size_t d = 0; d < dims; ++d) {
+      const double diff = rows[i * dims + d] - mean[d];
+      sum += diff * diff;
+    }
+    out[i] = sum;
+  }
+  return out;
+}
+
+// Each row's RMS distance to the others, from its squared distance to the rows' mean.
+std::vector<double> RmsDistances(const std::vector<double>& from_mean, size_t dims) {
+  const size_t n = from_mean.size();
+  double total = 0;
+  for (double r : from_mean) total += r;
+  std::vector<double> scores(n);
+  for (size_t i = 0; i < n; ++i) {
+    const double pairs = std::max(0.0, static_cast<double>(n) * from_mean[i] + total);
+    scores[i] = std::sqrt(pairs / static_cast<double>((n - 1) * dims));
+  }
+  return scores;
+}
+
+// Each row's mean distance to every other row, pair by pair (per-dimension RMS distances).
+std::vector<double> MeanDistances(const float* rows, size_t n, size_t dims) {
   std::vector<double> scores(n, 0.0);
   for (size_t i = 0; i < n; ++i) {
     for (size_t j = i + 1; j < n; ++j) {
-      const double d = RmsDistance(rows[i], rows[j]);
-      scores[i] += d;
-      scores[j] += d;
+      double sum = 0;
+      for (size_t d = 0; d < dims; ++d) {
+        const double diff = static_cast<double>(rows[i * dims + d]) - rows[j * dims + d];
+        sum += diff * diff;
+      }
+      const double distance = std::sqrt(sum / static_cast<double>(dims));
+      scores[i] += distance;
+      scores[j] += distance;
     }
   }
   for (double& s : scores) s /= static_cast<double>(n - 1);
@@ -37,18 +72,14 @@ std::vector<double> MeanDistances(const std::vector<std::vector<double>>& rows) 
 }
 
 // Each row's distance from the rows' mean, per dimension scaled by the dimension's variance
-// across rows shrunk toward the mean variance (RMS per dimension, like RmsDistance).
-std::vector<double> MahalanobisDistances(const std::vector<std::vector<double>>& rows) {
-  const size_t n = rows.size();
-  const size_t dims = rows[0].size();
-  std::vector<double> mean(dims, 0.0);
+// across rows shrunk toward the mean variance (RMS per dimension).
+std::vector<double> MahalanobisDistances(const float* rows, size_t n, size_t dims,
+                                         const std::vector<double>& mean) {
   std::vector<double> var(dims, 0.0);
-  for (const auto& row : rows) {
-    for (size_t d = 0; d < dims; ++d) mean[d] += row[d] / static_cast<double>(n);
-  }
-  for (const auto& row : rows) {
+  for (size_t i = 0; i < n; ++i) {
     for (size_t d = 0; d < dims; ++d) {
-      var[d] += (row[d] - mean[d]) * (row[d] - mean[d]) / static_cast<double>(n);
+      const double diff = rows[i * dims + d] - mean[d];
+      var[d] += diff * diff / static_cast<double>(n);
     }
   }
   double mean_var = 0;
@@ -60,7 +91,8 @@ std::vector<double> MahalanobisDistances(const std::vector<std::vector<double>>&
     double sum = 0;
     for (size_t d = 0; d < dims; ++d) {
       const double shrunk = (1 - kShrink) * var[d] + kShrink * mean_var + kFloor;
-      sum += (rows[i][d] - mean[d]) * (rows[i][d] - mean[d]) / shrunk;
+      const double diff = rows[i * dims + d] - mean[d];
+      sum += diff * diff / shrunk;
     }
     scores[i] = std::sqrt(sum / static_cast<double>(dims));
   }
@@ -69,35 +101,65 @@ std::vector<double> MahalanobisDistances(const std::vector<std::vector<double>>&
 
 }  // namespace
 
-PeerScore ScorePeers(const std::vector<std::vector<double>>& rows, Distance distance,
+PeerScore ScorePeers(const float* rows, size_t n, size_t dims, Distance distance,
                      const PeerRule& rule) {
   PeerScore out;
-  const size_t n = rows.size();
-  if (n < 3) return out;
+  if (n < 3 || dims == 0) return out;
+  const std::vector<double> mean = ColumnMeans(rows, n, dims);
+  std::vector<double> scores;
+  if (distance == Distance::kEuclidean && n <= kPairwiseMachines) {
+    scores = MeanDistances(rows, n, dims);
+  } else if (distance == Distance::kEuclidean) {
+    scores = RmsDistances(SquaredFromMean(rows, n, dims, mean), dims);
+  } else {
+    scores = MahalanobisDistances(rows, n, dims, mean);
+  }
+  double mean_score = 0;
+  for (double s : scores) mean_score += s / static_cast<double>(n);
+  double var = 0;
+  for (double s : scores) var += (s - mean_score) * (s - mean_score) / static_cast<double>(n);
+  const double sd = std::sqrt(var);
+  if (!(sd > 0)) return out;
+  const auto top =
+      static_cast<size_t>(std::max_element(scores.begin(), scores.end()) - scores.begin());
+  out.score = scores[top];
+  out.z = (scores[top] - mean_score) / sd;
+  const double most = static_cast<double>(n - 1) / std::sqrt(static_cast<double>(n));
+  const double z_needed = std::min(rule.z_threshold, 0.8 * most);
+  if (!(out.z > z_needed)) return out;  // the common case: no spread needed
+  std::vector<double> others(scores);
+  others.erase(others.begin() + static_cast<std::ptrdiff_t>(top));
+  out.spread = Median(std::move(others));
+  const bool far = distance == Distance::kMahalanobis || out.score >= rule.min_distance;
+  if (out.score >= rule.ratio * out.spread && far) out.machine = static_cast<int>(top);
+  return out;
+}
+
+std::vector<double> PeerZScores(const float* rows, size_t n, size_t dims) {
+  std::vector<double> z(n, 0.0);
+  if (n < 3 || dims == 0) return z;
   const std::vector<double> scores =
-      distance == Distance::kEuclidean ? MeanDistances(rows) : MahalanobisDistances(rows);
+      RmsDistances(SquaredFromMean(rows, n, dims, ColumnMeans(rows, n, dims)), dims);
   double mean = 0;
   for (double s : scores) mean += s / static_cast<double>(n);
   double var = 0;
   for (double s : scores) var += (s - mean) * (s - mean) / static_cast<double>(n);
   const double sd = std::sqrt(var);
-  if (!(sd > 0)) return out;
-  const auto top =
-      static_cast<size_t>(std::max_element(scores.begin(), scores.end()) - scores.begin());
-  std::vector<double> others;
-  for (size_t idx = 0; idx < n; ++idx) {
-    if (idx != top) others.push_back(scores[idx]);
+  if (!(sd > 0)) return z;
+  for (size_t i = 0; i < n; ++i) z[i] = (scores[i] - mean) / sd;
+  return z;
+}
+
+double RmsDistanceTo(const float* rows, size_t n, size_t dims, size_t row) {
+  if (n < 2 || dims == 0) return 0;
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t d = 0; d < dims; ++d) {
+      const double diff = static_cast<double>(rows[i * dims + d]) - rows[row * dims + d];
+      sum += diff * diff;
+    }
   }
-  out.score = scores[top];
-  out.z = (scores[top] - mean) / sd;
-  out.spread = Median(others);
-  const double most = static_cast<double>(n - 1) / std::sqrt(static_cast<double>(n));
-  const double z_needed = std::min(rule.z_threshold, 0.8 * most);
-  const bool far = distance == Distance::kMahalanobis || out.score >= rule.min_distance;
-  if (out.z > z_needed && out.score >= rule.ratio * out.spread && far) {
-    out.machine = static_cast<int>(top);
-  }
-  return out;
+  return std::sqrt(sum / static_cast<double>((n - 1) * dims));
 }
 
 }  // namespace upguard::machines

@@ -1,7 +1,7 @@
 // Which machine sits far from its peers in one window of one metric (Minder §4.3): each
 // machine's window is a vector (its normalised samples, or their denoised embedding); a
-// machine's score is its mean distance to every other machine; the farthest is a candidate when
-// it stands out three ways at once:
+// machine's score is its mean distance to every other machine (distances per dimension, RMS
+// over the dimensions); the farthest is a candidate when it stands out three ways at once:
 //   - its z-score among all machines' scores exceeds `z_threshold`, capped at 80 % of the
 //     largest z-score n machines allow ((n-1)/sqrt(n): 1.5 for 4 machines), so small clusters
 //     can flag at all;
@@ -12,6 +12,13 @@
 // Mahalanobis (the baseline) replaces the mean distance by each machine's distance from the
 // machines' mean under their covariance (diagonal, shrunk: a few machines and 8-sample windows
 // give a singular full covariance).
+//
+// Pairs cost O(machines^2 x dims): up to kPairwiseMachines machines the mean distance is taken
+// pair by pair; beyond, a machine's score is its RMS distance to every peer (the root of the
+// mean squared distance), exact in O(machines x dims) because the sum of squared distances to
+// every peer is n * |x_i - mean|^2 + sum_j |x_j - mean|^2: a thousand machines need no half
+// million pairs per window, and one machine's share of a peer's score is at most 1/255, so the
+// two rank machines alike. Mahalanobis is O(machines x dims) at any size.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +26,8 @@
 #include <vector>
 
 namespace upguard::machines {
+
+inline constexpr size_t kPairwiseMachines = 256;
 
 struct PeerRule {
   double z_threshold = 3.0;
@@ -30,14 +39,21 @@ enum class Distance : uint8_t { kEuclidean = 0, kMahalanobis = 1 };
 
 struct PeerScore {
   int machine = -1;   // index into the rows given, -1: no candidate
-  double score = 0;   // the candidate's score (its mean distance, or Mahalanobis distance)
+  double score = 0;   // the candidate's score (its mean or RMS distance, or Mahalanobis)
   double z = 0;       // its z-score among the rows
   double spread = 0;  // the median score of the others
 };
 
-// `rows`: one vector per machine (all the same length), rows with any NaN left out by the
-// caller. Fewer than 3 rows: no candidate (two machines cannot say which one is odd).
-PeerScore ScorePeers(const std::vector<std::vector<double>>& rows, Distance distance,
+// `rows`: `n` rows of `dims` floats, [row][dim], rows with any NaN left out by the caller. Fewer
+// than 3 rows: no candidate (two machines cannot say which one is odd).
+PeerScore ScorePeers(const float* rows, size_t n, size_t dims, Distance distance,
                      const PeerRule& rule);
+
+// Every row's z-score of its RMS distance to the others (0s when all are alike): the per-metric
+// feature metric priority is learned from (metric_priority.h).
+std::vector<double> PeerZScores(const float* rows, size_t n, size_t dims);
+
+// Row `row`'s RMS distance to the other rows (the Euclidean score of ScorePeers).
+double RmsDistanceTo(const float* rows, size_t n, size_t dims, size_t row);
 
 }  // namespace upguard::machines
