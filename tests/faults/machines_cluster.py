@@ -212,7 +212,8 @@ class Machines(Cluster):
     def _plant_disk_fill(self, host: int, cap_mib: int = 512) -> Callable[[], None]:
         """A writer in the machine's cgroup filling a file (synced) in a temporary directory
         up to `cap_mib`, over and over; the directory is removed when it stops."""
-        tmp = tempfile.mkdtemp(prefix=f"{self.cgroup(host)}-disk-", dir="/var/tmp")
+        tmp = tempfile.mkdtemp(prefix=f"{self.cgroup(host)}{sweep.DISK_INFIX}",
+                               dir=sweep.SCRATCH_DIR)
         proc = self._spawn(host, [self.python, "-c", _WRITER, f"{tmp}/fill", str(cap_mib)],
                            netns=False)
 

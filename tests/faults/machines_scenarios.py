@@ -9,9 +9,11 @@ the moment every rank trains (`settle_s` after launch: importing torch and meeti
 is no steady state) to the end.
 
 Scoring (score()): a detection is a true positive of a fault when it names the fault's machine,
-overlaps [start, end + GRACE_S] and was raised (its `alert`) no earlier than the fault's start;
-GRACE_S covers the windows that still hold faulty points after the fault ends (a window is 8
-points) plus the rank's catch-up. Precision = true-positive detections / detections; recall =
+overlaps [start, end + GRACE_S] and was raised (its `alert`) no earlier than EARLY_S before the
+fault's start; GRACE_S covers the windows that still hold faulty points after the fault ends (a
+window is 8 points) plus the rank's catch-up; EARLY_S is one sample (a detection whose first
+flagged point is a noise flag just before the fault, contiguous with the fault's, is the fault's;
+one raised earlier than that was not caused by it). Precision = true-positive detections / detections; recall =
 faults with a true positive / faults; alert time = the first true positive's alert - the fault's
 start. Every detection that is no fault's true positive counts against precision.
 
@@ -36,6 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from machines_cluster import KINDS, Machines, read_labels  # noqa: E402
 
 GRACE_S = 10.0
+EARLY_S = 1.0
 HEADER = "time,machine,metric,value\n"
 TRAIN = ("--steps", "0", "--quiet")  # the DDP GPT 2x64 until killed: 4 ranks on 2 cores
 
@@ -206,7 +209,7 @@ def is_true_positive(detection: Dict[str, object], label: Dict[str, object],
     return (detection["machine"] == label["machine"]
             and detection["start"] <= label["end"] + grace
             and detection["end"] >= label["start"]
-            and label["start"] <= detection["alert"] <= label["end"] + grace)
+            and label["start"] - EARLY_S <= detection["alert"] <= label["end"] + grace)
 
 
 def score(detections: Sequence[Dict[str, object]], labels: Sequence[Dict[str, object]],

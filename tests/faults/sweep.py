@@ -8,6 +8,7 @@ its creator's pid, so that anyone can tell whose it is without a registry file:
     cgroup  /sys/fs/cgroup/cpu/ugf-<rid>-<pid>-r<k>   rank k slowed by slow_cpu
     cgroup  /sys/fs/cgroup/{cpu,cpuacct,memory,blkio}/ugf-<rid>-<pid>-h<k>   machine k
             (machines_cluster.py: the rank, its agent and the faults planted in it)
+    dir     /var/tmp/ugf-<rid>-<pid>-h<k>-disk-*   what a disk-filling fault on machine k writes
 
 (a link name has 15 characters at most: no dashes there; <rid> is always 3 hex digits). Qdiscs
 live on those links and go with them. The sweeper removes only objects whose creator is dead;
@@ -21,6 +22,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -32,6 +34,7 @@ PREFIX = "ugf"
 CGROUP_ROOT = "/sys/fs/cgroup"
 CPU_CGROUP = f"{CGROUP_ROOT}/cpu"
 CONTROLLERS = ("cpu", "cpuacct", "memory", "blkio")  # the cgroup v1 hierarchies swept
+SCRATCH_DIR, DISK_INFIX = "/var/tmp", "-disk-"  # a disk-filling fault's directory
 NETNS_DIR = "/run/netns"
 
 _DASHED = re.compile(rf"^{PREFIX}-([0-9a-f]{{3}})-(\d+)-[hr]\d+$")
@@ -56,7 +59,7 @@ def cgroup_path(rid: str, pid: int, rank: int) -> str:
 
 @dataclass(frozen=True)
 class Leftover:
-    kind: str  # "netns", "link" or "cgroup"
+    kind: str  # "netns", "link", "cgroup" or "dir"
     name: str  # a cgroup's with its controller: "cpu/ugf-..."
     rid: str
     pid: int
@@ -91,9 +94,10 @@ def leftovers(rid: Optional[str] = None) -> List[Leftover]:
             ("netns", _listdir(NETNS_DIR), _DASHED),
             ("link", [line.split(":")[1].strip().split("@")[0]
                       for line in ip("-o", "link", "show").splitlines()], _LINK),
-            *cgroups):
+            *cgroups,
+            ("dir", [name for name in _listdir(SCRATCH_DIR) if DISK_INFIX in name], _DASHED)):
         for name in names:
-            match = pattern.match(name.rsplit("/", 1)[-1])
+            match = pattern.match(name.rsplit("/", 1)[-1].split(DISK_INFIX)[0])
             if match and rid in (None, match.group(1)):
                 found.append(Leftover(kind, name, match.group(1), int(match.group(2))))
     return found
@@ -150,6 +154,8 @@ def remove(item: Leftover) -> None:
         ip("netns", "delete", item.name, check=False)
     elif item.kind == "link":
         ip("link", "delete", item.name, check=False)  # a veth's peer goes with it
+    elif item.kind == "dir":
+        shutil.rmtree(f"{SCRATCH_DIR}/{item.name}", ignore_errors=True)
     else:
         free_cgroup(f"{CGROUP_ROOT}/{item.name}")
 
