@@ -85,6 +85,9 @@ Status Denoiser::Check(const std::string& where) const {
     return InvalidArgument(where + ": hidden must be 1.." + std::to_string(kMaxHidden) +
                            " and latent 1.." + std::to_string(kMaxLatent));
   }
+  if (!(std::isfinite(score_limit) && score_limit >= 0)) {
+    return InvalidArgument(where + ": \"score_limit\" must be a finite number, 0 or more");
+  }
   if (!(std::isfinite(lo) && std::isfinite(hi) && hi > lo)) {
     return InvalidArgument(where + ": \"range\" must be two finite numbers, the second larger");
   }
@@ -103,7 +106,9 @@ void Denoiser::EmbedBatch(const float* windows, size_t count, size_t window, flo
     std::fill(x.begin(), x.end(), 0.0f);
     for (size_t lane = 0; lane < lanes; ++lane) {
       const float* row = windows + (first + lane) * window;
-      for (size_t t = 0; t < window; ++t) x[t * kBlock + lane] = row[t];
+      for (size_t t = 0; t < window; ++t) {
+        x[t * kBlock + lane] = std::min(std::max(row[t], kInputLow), kInputHigh);
+      }
     }
     EmbedBlock(*this, x.data(), window, mu.data());
     for (size_t lane = 0; lane < lanes; ++lane) {

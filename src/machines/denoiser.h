@@ -17,6 +17,12 @@
 
 namespace upguard::machines {
 
+// A normalised point is clamped to this before the encoder: a fault can put a metric at any
+// multiple of its healthy range, and an LSTM's gates saturate long before (the training's level
+// shifts cover this span, lstm_vae.h).
+inline constexpr float kInputLow = -2.0f;
+inline constexpr float kInputHigh = 3.0f;
+
 struct Denoiser {
   size_t hidden = 4;
   size_t latent = 8;
@@ -26,6 +32,9 @@ struct Denoiser {
   std::vector<float> b;     // 4H (b_ih + b_hh)
   std::vector<float> w_mu;  // L x H, row-major
   std::vector<float> b_mu;  // L
+  // The least score (peer_score.h, in latent units) a candidate needs: healthy machines' scores
+  // stay below it (docs/formats/machine-model.md §2).
+  double score_limit = 0;
   // Facts of the fit (information only).
   size_t windows = 0;
   double reconstruction_rmse = 0;
@@ -34,8 +43,9 @@ struct Denoiser {
   // The array lengths agree with hidden and latent, and every weight is finite; else says which.
   Status Check(const std::string& where) const;
 
-  // `count` windows of `window` normalised points each, [machine][point]; writes `count`
-  // embeddings of `latent` floats to `out`, [machine][latent].
+  // `count` windows of `window` normalised points each, [machine][point] (clamped to
+  // [kInputLow, kInputHigh] here); writes `count` embeddings of `latent` floats to `out`,
+  // [machine][latent].
   void EmbedBatch(const float* windows, size_t count, size_t window, float* out) const;
 };
 

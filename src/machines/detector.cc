@@ -82,13 +82,8 @@ std::optional<WindowFlag> FlagWindow(const Prepared& data, const DetectOptions& 
       scratch->embeddings.resize(n * denoiser->latent);
       denoiser->EmbedBatch(scratch->windows.data(), n, window, scratch->embeddings.data());
       PeerRule rule = options.rule;
-      rule.min_distance = 0;  // latent units: the raw window's move is checked below
+      rule.min_distance = denoiser->score_limit;  // latent units, learned from healthy windows
       score = ScorePeers(scratch->embeddings.data(), n, denoiser->latent, options.distance, rule);
-      if (score.machine >= 0 &&
-          RmsDistanceTo(scratch->windows.data(), n, window, static_cast<size_t>(score.machine)) <
-              options.rule.min_distance) {
-        score.machine = -1;
-      }
     }
     if (score.machine < 0) continue;
     return WindowFlag{end, scratch->owners[static_cast<size_t>(score.machine)], metric, score.z};

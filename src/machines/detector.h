@@ -35,8 +35,9 @@ struct DetectOptions {
   PeerRule rule;
   std::vector<size_t> metric_order;  // priority; empty: the grid's order
   // Minder: a metric with a denoiser here is normalised to the denoiser's range and compared
-  // by embeddings (the z-score and ratio rules), its raw window still moving at least
-  // `rule.min_distance`; other metrics as without a model. Null: the raw distance everywhere.
+  // by embeddings, the candidate's score at least the denoiser's `score_limit` (the farthest
+  // healthy machines got in the fit) instead of `rule.min_distance`; other metrics as without
+  // a model. Null: the raw distance everywhere.
   const MachineModel* model = nullptr;
   size_t threads = 0;  // 0: the machine's cores, up to 8 (windows are scored independently)
 };

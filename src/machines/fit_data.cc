@@ -88,6 +88,30 @@ std::vector<float> HealthyWindows(const Grid& grid, size_t metric, const FaultMa
   return thinned;
 }
 
+double HealthyScoreLimit(const Grid& grid, size_t metric, const FaultMask& mask,
+                         const Denoiser& denoiser, size_t window) {
+  const size_t machines = grid.machines.size();
+  const MetricRange range{denoiser.lo, denoiser.hi};
+  std::vector<double> tops;
+  std::vector<float> windows(machines * window);
+  std::vector<float> embedded(machines * denoiser.latent);
+  for (size_t end = window - 1; end < grid.length; ++end) {
+    size_t n = 0;
+    for (size_t machine = 0; machine < machines; ++machine) {
+      if (Masked(mask, machine, end, window)) continue;
+      if (WindowAt(grid, metric, machine, end, window, range, windows.data() + n * window)) ++n;
+    }
+    if (n < 3) continue;
+    denoiser.EmbedBatch(windows.data(), n, window, embedded.data());
+    const std::vector<double> scores = PeerDistances(embedded.data(), n, denoiser.latent);
+    tops.push_back(*std::max_element(scores.begin(), scores.end()));
+  }
+  if (tops.empty()) return 0;
+  std::sort(tops.begin(), tops.end());
+  const auto at = static_cast<size_t>(kScoreLimitQuantile * static_cast<double>(tops.size() - 1));
+  return kScoreLimitMargin * tops[at];
+}
+
 LearnedPriority LearnPriority(const Grid& grid, const std::vector<MetricRange>& ranges,
                               const MachineModel& model, const FaultMask& mask, size_t window) {
   LearnedPriority out;

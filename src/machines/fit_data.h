@@ -32,6 +32,14 @@ MetricRange HealthyRange(const Grid& grid, size_t metric, const FaultMask& mask)
 std::vector<float> HealthyWindows(const Grid& grid, size_t metric, const FaultMask& mask,
                                   const MetricRange& range, size_t window, size_t max_windows);
 
+// The least score a denoised candidate needs (Denoiser::score_limit): per window of unmasked
+// points, the largest of the machines' embedding scores (peer_score.h); kScoreLimitMargin times
+// their kScoreLimitQuantile quantile, so noise that healthy machines show stays below it.
+inline constexpr double kScoreLimitQuantile = 0.999;
+inline constexpr double kScoreLimitMargin = 1.25;
+double HealthyScoreLimit(const Grid& grid, size_t metric, const FaultMask& mask,
+                         const Denoiser& denoiser, size_t window);
+
 struct LearnedPriority {
   std::vector<size_t> order;       // every metric of the grid, most telling first
   std::vector<double> importance;  // per metric of the grid: the tree's impurity decrease

@@ -58,6 +58,9 @@ StatusOr<Denoiser> ReadDenoiser(const json& entry, const MachineModel& model,
   RETURN_IF_ERROR(ReadFloats(entry, "b", where, &d.b));
   RETURN_IF_ERROR(ReadFloats(entry, "w_mu", where, &d.w_mu));
   RETURN_IF_ERROR(ReadFloats(entry, "b_mu", where, &d.b_mu));
+  const json& limit = entry.value("score_limit", json());
+  if (!limit.is_number()) return InvalidArgument(where + ": \"score_limit\" must be a number");
+  d.score_limit = limit.get<double>();
   d.windows = entry.value("windows", size_t{0});
   d.reconstruction_rmse = entry.value("reconstruction_rmse", 0.0);
   d.noise_rmse = entry.value("noise_rmse", 0.0);
@@ -130,6 +133,7 @@ Status WriteMachineModel(const MachineModel& model, const std::string& path) {
   for (const auto& [name, d] : model.metrics) {
     json entry;
     entry["range"] = {d.lo, d.hi};
+    entry["score_limit"] = d.score_limit;
     entry["windows"] = d.windows;
     entry["reconstruction_rmse"] = d.reconstruction_rmse;
     entry["noise_rmse"] = d.noise_rmse;

@@ -105,15 +105,10 @@ PeerScore ScorePeers(const float* rows, size_t n, size_t dims, Distance distance
                      const PeerRule& rule) {
   PeerScore out;
   if (n < 3 || dims == 0) return out;
-  const std::vector<double> mean = ColumnMeans(rows, n, dims);
-  std::vector<double> scores;
-  if (distance == Distance::kEuclidean && n <= kPairwiseMachines) {
-    scores = MeanDistances(rows, n, dims);
-  } else if (distance == Distance::kEuclidean) {
-    scores = RmsDistances(SquaredFromMean(rows, n, dims, mean), dims);
-  } else {
-    scores = MahalanobisDistances(rows, n, dims, mean);
-  }
+  const std::vector<double> scores =
+      distance == Distance::kEuclidean
+          ? PeerDistances(rows, n, dims)
+          : MahalanobisDistances(rows, n, dims, ColumnMeans(rows, n, dims));
   double mean_score = 0;
   for (double s : scores) mean_score += s / static_cast<double>(n);
   double var = 0;
@@ -135,11 +130,16 @@ PeerScore ScorePeers(const float* rows, size_t n, size_t dims, Distance distance
   return out;
 }
 
+std::vector<double> PeerDistances(const float* rows, size_t n, size_t dims) {
+  if (n < 2 || dims == 0) return std::vector<double>(n, 0.0);
+  if (n <= kPairwiseMachines) return MeanDistances(rows, n, dims);
+  return RmsDistances(SquaredFromMean(rows, n, dims, ColumnMeans(rows, n, dims)), dims);
+}
+
 std::vector<double> PeerZScores(const float* rows, size_t n, size_t dims) {
   std::vector<double> z(n, 0.0);
   if (n < 3 || dims == 0) return z;
-  const std::vector<double> scores =
-      RmsDistances(SquaredFromMean(rows, n, dims, ColumnMeans(rows, n, dims)), dims);
+  const std::vector<double> scores = PeerDistances(rows, n, dims);
   double mean = 0;
   for (double s : scores) mean += s / static_cast<double>(n);
   double var = 0;
@@ -148,18 +148,6 @@ std::vector<double> PeerZScores(const float* rows, size_t n, size_t dims) {
   if (!(sd > 0)) return z;
   for (size_t i = 0; i < n; ++i) z[i] = (scores[i] - mean) / sd;
   return z;
-}
-
-double RmsDistanceTo(const float* rows, size_t n, size_t dims, size_t row) {
-  if (n < 2 || dims == 0) return 0;
-  double sum = 0;
-  for (size_t i = 0; i < n; ++i) {
-    for (size_t d = 0; d < dims; ++d) {
-      const double diff = static_cast<double>(rows[i * dims + d]) - rows[row * dims + d];
-      sum += diff * diff;
-    }
-  }
-  return std::sqrt(sum / static_cast<double>((n - 1) * dims));
 }
 
 }  // namespace upguard::machines

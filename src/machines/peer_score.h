@@ -32,7 +32,7 @@ inline constexpr size_t kPairwiseMachines = 256;
 struct PeerRule {
   double z_threshold = 3.0;
   double ratio = 2.0;
-  double min_distance = 0.05;
+  double min_distance = 0.05;  // in the rows' units (Minder: the denoiser's score_limit)
 };
 
 enum class Distance : uint8_t { kEuclidean = 0, kMahalanobis = 1 };
@@ -49,11 +49,12 @@ struct PeerScore {
 PeerScore ScorePeers(const float* rows, size_t n, size_t dims, Distance distance,
                      const PeerRule& rule);
 
+// Every row's Euclidean score: its mean distance to the others (the RMS distance beyond
+// kPairwiseMachines rows).
+std::vector<double> PeerDistances(const float* rows, size_t n, size_t dims);
+
 // Every row's z-score of its RMS distance to the others (0s when all are alike): the per-metric
 // feature metric priority is learned from (metric_priority.h).
 std::vector<double> PeerZScores(const float* rows, size_t n, size_t dims);
-
-// Row `row`'s RMS distance to the other rows (the Euclidean score of ScorePeers).
-double RmsDistanceTo(const float* rows, size_t n, size_t dims, size_t row);
 
 }  // namespace upguard::machines

@@ -61,12 +61,13 @@ StatusOr<MachineModel> FitMachineModel(const Grid& grid, const std::vector<Fault
     d.hi = ranges[metric].hi;
     d.reconstruction_rmse = trained->reconstruction_rmse;
     d.noise_rmse = NoiseRmse(windows, options.window);
+    d.score_limit = HealthyScoreLimit(grid, metric, mask, d, options.window);
     if (log) {
       char line[256];
       std::snprintf(line, sizeof(line),
                     "  %-28s %6zu windows  reconstruction %.3f  (point-to-point noise %.3f)  "
-                    "%.1f s\n",
-                    name.c_str(), d.windows, d.reconstruction_rmse, d.noise_rmse,
+                    "score limit %.3f  %.1f s\n",
+                    name.c_str(), d.windows, d.reconstruction_rmse, d.noise_rmse, d.score_limit,
                     Seconds(metric_started));
       *log += line;
     }

@@ -57,13 +57,17 @@ StatusOr<TrainedDenoiser> TrainDenoiser(const std::vector<float>& windows, size_
   }
   torch::manual_seed(options.seed);
   const int64_t w = static_cast<int64_t>(window);
-  const torch::Tensor data = FromFlat(windows, {static_cast<int64_t>(count), w, 1});
+  const torch::Tensor data =
+      FromFlat(windows, {static_cast<int64_t>(count), w, 1}).clamp(kInputLow, kInputHigh);
   Vae vae(options.hidden, options.latent);
   torch::optim::Adam adam(vae->parameters(), torch::optim::AdamOptions(options.learning_rate));
   const int64_t batch = static_cast<int64_t>(std::min(options.batch, count));
   for (size_t step = 0; step < options.steps; ++step) {
     const torch::Tensor idx = torch::randint(static_cast<int64_t>(count), {batch}, torch::kLong);
-    const torch::Tensor x = data.index_select(0, idx);
+    torch::Tensor x = data.index_select(0, idx);
+    const torch::Tensor moved = torch::rand({batch, 1, 1}) < 0.5;
+    const torch::Tensor shift = (torch::rand({batch, 1, 1}) * 2 - 1) * options.shift;
+    x = (x + shift * moved.to(torch::kFloat32)).clamp(kInputLow, kInputHigh);
     const torch::Tensor h = vae->Encode(x);
     const torch::Tensor mu = vae->mu->forward(h);
     const torch::Tensor logvar = vae->logvar->forward(h).clamp(-10, 10);

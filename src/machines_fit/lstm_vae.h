@@ -23,6 +23,11 @@ struct TrainOptions {
   // 1 a window of 8 points gains less from encoding its level than the KL term costs, and the
   // encoder collapses to the prior (every window the same embedding).
   double beta = 1e-3;
+  // Half of each batch is moved by a level shift uniform in +-`shift` normalised units (and
+  // clamped like detection's input): the healthy windows cover only [0, 1], a fault lands
+  // anywhere, and an encoder that never saw a level outside [0, 1] may map a far one back near
+  // the healthy ones. Shapes, and so the noise the encoder learns to leave out, stay healthy.
+  double shift = 2.0;
   size_t steps = 800;  // optimizer steps (Adam)
   size_t batch = 128;
   double learning_rate = 1e-2;
