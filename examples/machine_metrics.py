@@ -22,13 +22,13 @@ START = 1733331200  # 2024-12-04T17:33:20Z
 
 
 def write_cluster(path: Path, machines: int, points: int, step: float, faulty: Optional[int],
-                  fault_at: int, seed: int, iso: bool = False) -> None:
+                  fault_at: int, seed: int, iso: bool = False, start: float = START) -> None:
     rng = random.Random(seed)
     lines: List[str] = ["time,machine,metric,value"]
     for point in range(points):
         phase = (point // 40) % 2  # the job's phases move every machine together
         for machine in range(machines):
-            t = START + point * step + rng.uniform(-0.05, 0.05) * step  # scrapes jitter
+            t = start + point * step + rng.uniform(-0.05, 0.05) * step  # scrapes jitter
             if iso:
                 stamp = datetime.datetime.fromtimestamp(round(t), datetime.timezone.utc)
                 stamp_text = stamp.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -12,11 +12,13 @@
 #include "cli/agent_sources.h"
 #include "cli/command.h"
 #include "cli/flags.h"
+#include "cli/machines_detect_run.h"
 #include "cli/machines_fit_exec.h"
 #include "machines/agent.h"
 #include "machines/detector.h"
 #include "machines/metrics_csv.h"
 #include "machines/report.h"
+#include "machines/report_html.h"
 #include "machines/source.h"
 
 namespace upguard {
@@ -54,6 +56,11 @@ options:
   --step SECONDS     the time grid's step (default: the median spacing of the samples),
                      and Prometheus' query step (default 1, coarser past 11,000 points)
   --json             print JSON (schema upguard.machines/1, docs/cli.md)
+  --html FILE        also write an HTML report: per detection and metric, the machine's
+                     series against its peers' median and 10-90% band over time
+  --watch            detect again every --every seconds (default 5) over the last 15
+                     minutes up to now, printing each detection once, when it is raised
+                     (one JSON object a line with --json); until SIGINT or --duration SECONDS
 
 exit codes: 0 no machine parts from its peers, 1 one or more detections, 2 error.
 
@@ -75,6 +82,8 @@ a metrics CSV.
 
 examples:
   upguard machines detect --input metrics.csv
+  upguard machines fit --input healthy.csv -o model.json
+  upguard machines detect --model model.json --input http://127.0.0.1:9090 --watch
   upguard machines detect --input http://127.0.0.1:9090 --start -1h
   upguard machines detect --input node-0.db,node-1.db,node-2.db
   upguard machines agent --listen 0.0.0.0:9400 --output /var/tmp/metrics.csv
@@ -95,6 +104,10 @@ StatusOr<double> PositiveSeconds(const Flags& flags, const std::string& name, do
   return value;
 }
 
+std::atomic<bool> g_stop{false};
+
+void OnStopSignal(int) { g_stop = true; }
+
 StatusOr<int> RunDetect(int argc, char** argv) {
   Flags flags("machines detect", {{"input", 0, true},
                                   {"method", 0, true},
@@ -105,6 +118,10 @@ StatusOr<int> RunDetect(int argc, char** argv) {
                                   {"end", 0, true},
                                   {"machine-label", 0, true},
                                   {"model", 0, true},
+                                  {"watch", 0, false},
+                                  {"every", 0, true},
+                                  {"duration", 0, true},
+                                  {"html", 0, true},
                                   {"json", 0, false}});
   RETURN_IF_ERROR(flags.Parse(argc, argv, 3));
   if (!flags.Has("input")) {
@@ -116,9 +133,10 @@ StatusOr<int> RunDetect(int argc, char** argv) {
     return InvalidArgument("unexpected argument \"" + flags.positionals()[0] +
                            "\"; the metrics go in --input");
   }
-  machines::DetectOptions options;
-  machines::ReportContext context;
-  machines::MachineModel model;
+  DetectPlan plan;
+  machines::DetectOptions& options = plan.options;
+  machines::ReportContext& context = plan.context;
+  machines::MachineModel& model = plan.model;
   if (flags.Has("model")) {
     ASSIGN_OR_RETURN(model, machines::ReadMachineModel(flags.Get("model")));
   }
@@ -151,29 +169,41 @@ StatusOr<int> RunDetect(int argc, char** argv) {
   options.window = static_cast<size_t>(window);
   options.continuity = static_cast<size_t>(continuity);
   ASSIGN_OR_RETURN(const double step, PositiveSeconds(flags, "step", 0));
-  machines::SourceOptions source;
-  source.start = flags.Get("start");
-  source.end = flags.Get("end");
-  source.step = step;
-  source.machine_label = flags.Get("machine-label", "machine");
-  ASSIGN_OR_RETURN(machines::MetricSamples samples,
-                   machines::LoadSamples(flags.Get("input"), source));
-  ASSIGN_OR_RETURN(machines::Grid grid, machines::MakeGrid(samples, step));
-  if (options.model) options.metric_order = machines::PriorityOrder(grid, model);
-  const machines::DetectResult result = machines::Detect(grid, machines::RangesOf(grid), options);
+  plan.input = flags.Get("input");
+  plan.step = step;
+  plan.source.start = flags.Get("start");
+  plan.source.end = flags.Get("end");
+  plan.source.step = step;
+  plan.source.machine_label = flags.Get("machine-label", "machine");
+  plan.json = flags.Has("json");
+  plan.html = flags.Get("html");
   context.window = options.window;
   context.continuity = options.continuity;
-  if (flags.Has("json")) {
+  if (flags.Has("watch")) {
+    if (flags.Has("start") || flags.Has("end") || !plan.html.empty()) {
+      return InvalidArgument(
+          "--watch scans the last 15 minutes up to now, every --every seconds: "
+          "leave out --start, --end and --html");
+    }
+    ASSIGN_OR_RETURN(const double every, PositiveSeconds(flags, "every", 5));
+    ASSIGN_OR_RETURN(const double duration, PositiveSeconds(flags, "duration", 0));
+    std::signal(SIGINT, OnStopSignal);
+    std::signal(SIGTERM, OnStopSignal);
+    return WatchDetections(plan, every, machines::kDefaultPrometheusRange, duration, g_stop);
+  }
+  ASSIGN_OR_RETURN(const DetectOutcome outcome, DetectOnce(plan));
+  const machines::Grid& grid = outcome.grid;
+  const machines::DetectResult& result = outcome.result;
+  if (!plan.html.empty()) {
+    RETURN_IF_ERROR(machines::WriteDetectionsHtml(grid, result, context, plan.html));
+  }
+  if (plan.json) {
     std::printf("%s\n", machines::DetectionsToJson(grid, result, context).dump(2).c_str());
   } else {
     std::printf("%s", machines::RenderDetectionsText(grid, result, context).c_str());
   }
   return result.detections.empty() ? kExitOk : kExitDiverged;
 }
-
-std::atomic<bool> g_stop{false};
-
-void OnStopSignal(int) { g_stop = true; }
 
 void SayListening(int port) {
   std::printf("upguard machines agent: serving http://127.0.0.1:%d/metrics\n", port);
