@@ -30,13 +30,30 @@ bool ReadProcessIo(const std::string& path, ProcessIo* out) {
   return read_seen && write_seen;
 }
 
+// The parent's process id from /proc/PID/stat ("pid (comm) state ppid ..."; comm may hold
+// spaces and parentheses, so the fields are counted after its last ')'), or 0.
+int ReadParent(const std::string& path) {
+  StatusOr<std::string> text = ReadFileToString(path);
+  if (!text.ok()) return 0;
+  const size_t close = text->rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(text->substr(close + 1));
+  std::string state;
+  int parent = 0;
+  fields >> state >> parent;
+  return parent;
+}
+
 void AddProcesses(const std::string& proc_root, const fs::path& cgroup_dir, CgroupIo* out) {
   StatusOr<std::string> procs = ReadFileToString((cgroup_dir / "cgroup.procs").string());
   if (procs.ok()) {
     std::istringstream pids(*procs);
     for (int pid = 0; pids >> pid;) {
+      const std::string dir = proc_root + "/" + std::to_string(pid);
       ProcessIo io;
-      if (ReadProcessIo(proc_root + "/" + std::to_string(pid) + "/io", &io)) (*out)[pid] = io;
+      if (!ReadProcessIo(dir + "/io", &io)) continue;
+      io.parent = ReadParent(dir + "/stat");
+      (*out)[pid] = io;
     }
   }
   std::error_code error;
@@ -59,10 +76,20 @@ StatusOr<CgroupIo> ReadCgroupIo(const std::string& proc_root, const std::string&
 }
 
 ProcessIo IoBetween(const CgroupIo& before, const CgroupIo& after) {
+  std::map<int, ProcessIo> reaped;  // per parent in the cgroup: what its ended children counted
+  for (const auto& [pid, then] : before) {
+    if (after.count(pid) != 0 || after.count(then.parent) == 0) continue;
+    reaped[then.parent].read_bytes += then.read_bytes;
+    reaped[then.parent].write_bytes += then.write_bytes;
+  }
   ProcessIo moved;
   for (const auto& [pid, now] : after) {
     auto was = before.find(pid);
-    const ProcessIo then = was == before.end() ? ProcessIo{} : was->second;
+    ProcessIo then = was == before.end() ? ProcessIo{} : was->second;
+    if (auto children = reaped.find(pid); children != reaped.end()) {
+      then.read_bytes += children->second.read_bytes;
+      then.write_bytes += children->second.write_bytes;
+    }
     moved.read_bytes += Growth(then.read_bytes, now.read_bytes);
     moved.write_bytes += Growth(then.write_bytes, now.write_bytes);
   }

@@ -25,6 +25,7 @@ namespace upguard::machines {
 struct ProcessIo {
   uint64_t read_bytes = 0;   // fetched from storage
   uint64_t write_bytes = 0;  // sent (or dirtied, to be sent) to storage
+  int parent = 0;            // the parent's process id (0 unknown)
 };
 
 using CgroupIo = std::map<int, ProcessIo>;  // per process id
@@ -35,8 +36,11 @@ using CgroupIo = std::map<int, ProcessIo>;  // per process id
 StatusOr<CgroupIo> ReadCgroupIo(const std::string& proc_root, const std::string& cgroup_dir);
 
 // The bytes moved between two readings: a process in both adds its growth, a process that
-// appeared adds all its counts (it started in the interval, or joined the cgroup); one that
-// ended takes the bytes of its last interval with it.
+// appeared adds all its counts (it started in the interval, or joined the cgroup). A process
+// that ended was reaped by its parent, and the kernel then adds the child's counts to the
+// parent's: when that parent is in the cgroup, its growth less what the child had already
+// counted is the child's last interval and the parent's own. A process whose parent is not in
+// the cgroup takes its last interval's bytes with it.
 ProcessIo IoBetween(const CgroupIo& before, const CgroupIo& after);
 
 }  // namespace upguard::machines
