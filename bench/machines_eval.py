@@ -12,6 +12,7 @@ labels: precision, recall, F1 and fault-to-alert time per fault kind. Root only.
     /usr/bin/python3 bench/machines_eval.py --rescore DIR     # DIR of an earlier --keep
 
 --quick: the short scenario of `make test` (three faults of 20 s) and a 60 s healthy run.
+--keep: the runs stay in DIR, and a run already finished there is scored again, not rerun.
 --rescore: no training; the runs an earlier --keep left, scored again (a new detector, say).
 """
 
@@ -155,8 +156,10 @@ def main() -> None:
     healthy_s = 60.0 if scenario is QUICK else 180.0
 
     def scenario_run(which, name: str) -> Run:
-        if args.rescore:
+        """A kept run (--rescore, or one --keep finished before) is scored again, not rerun."""
+        if args.rescore or (keep and (work / name / "scenario.json").exists()):
             return load_run(which, work / name)
+        shutil.rmtree(work / name, ignore_errors=True)
         return run_scenario(which, upguard, work / name, args.python)
     started = time.time()
     try:
