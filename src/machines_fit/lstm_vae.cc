@@ -55,6 +55,9 @@ StatusOr<TrainedDenoiser> TrainDenoiser(const std::vector<float>& windows, size_
     return InvalidArgument("too few healthy windows to train a denoiser on (" +
                            std::to_string(count) + "; at least 16)");
   }
+  // Batches of 128 windows of 8 points: a thread pool costs more than it saves (and one thread
+  // makes the fit the same from run to run).
+  torch::set_num_threads(1);
   torch::manual_seed(options.seed);
   const int64_t w = static_cast<int64_t>(window);
   const torch::Tensor data =
