@@ -13,9 +13,10 @@ overlaps [start, end + GRACE_S] and was raised (its `alert`) no earlier than EAR
 fault's start; GRACE_S covers the windows that still hold faulty points after the fault ends (a
 window is 8 points) plus the rank's catch-up; EARLY_S is one sample (a detection whose first
 flagged point is a noise flag just before the fault, contiguous with the fault's, is the fault's;
-one raised earlier than that was not caused by it). Precision = true-positive detections / detections; recall =
-faults with a true positive / faults; alert time = the first true positive's alert - the fault's
-start. Every detection that is no fault's true positive counts against precision.
+one raised earlier than that was not caused by it). Precision = true-positive detections /
+detections; recall = faults with a true positive / faults; alert time = the first true
+positive's alert - the fault's start. Every detection that is no fault's true positive counts
+against precision.
 
     run = run_scenario(QUICK, upguard="build/release/upguard", run_dir=Path("/tmp/q"))
     found = detect("build/release/upguard", run.metrics, "raw")
