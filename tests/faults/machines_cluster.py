@@ -8,7 +8,7 @@ labelled (machine, kind, start, end) in the run directory. Root only; stdlib onl
         machines.start_agents()
         job = machines.train(["--steps", "0", "--quiet"])
         fault = machines.fault("cpu_quota", 1)
-        fault.start(); time.sleep(20); fault.stop()      # labels.csv gets the line
+        fault.start(); time.sleep(20); fault.stop()      # labels.csv gets its line
     # namespaces, links, qdiscs, cgroups, agents, ranks and faults' processes are gone here
 
 Machine k is named node-k, runs rank k, and its cgroup is ugf-<rid>-<pid>-h<k> (sweep.py).
@@ -33,7 +33,9 @@ from cluster import PYTHON, Cluster, Job, join_cgroups  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 DDP = REPO / "examples" / "gpt_ddp.py"
-LABELS = "labels.csv"  # machine,kind,start,end (seconds since the epoch)
+# The faults' labels, as `upguard machines fit --labels` reads them (src/machines/fault_labels.h):
+# a header, then machine,start,end,kind; times in seconds since the epoch.
+LABELS, LABELS_HEADER = "labels.csv", "machine,start,end,kind\n"
 
 # The processes a fault starts in a machine's cgroup.
 _BUSY = "while True: pass"
@@ -83,9 +85,12 @@ class Fault:
     def stop(self) -> None:
         self._release()
         self.end_time = time.time()
-        with open(self.machines.run_dir / LABELS, "a") as labels:
-            labels.write(f"{self.machines.machine(self.host)},{self.kind},"
-                         f"{self.start_time:.3f},{self.end_time:.3f}\n")
+        path = self.machines.run_dir / LABELS
+        with open(path, "a") as labels:
+            if labels.tell() == 0:
+                labels.write(LABELS_HEADER)
+            labels.write(f"{self.machines.machine(self.host)},{self.start_time:.3f},"
+                         f"{self.end_time:.3f},{self.kind}\n")
 
 
 class Machines(Cluster):
@@ -277,8 +282,8 @@ def read_labels(run_dir: Path) -> List[Dict[str, object]]:
     except FileNotFoundError:
         return []
     labels = []
-    for line in lines:
-        machine, kind, start, end = line.split(",")
+    for line in lines[1:]:
+        machine, start, end, kind = line.split(",")
         labels.append({"machine": machine, "kind": kind, "start": float(start),
                        "end": float(end)})
     return labels
