@@ -68,7 +68,8 @@ class Fault:
     def __init__(self, machines: "Machines", kind: str, host: int,
                  plant: Callable[[], Callable[[], None]]):
         self.machines, self.kind, self.host = machines, kind, host
-        self._plant, self._undo = plant, None  # type: Optional[Callable[[], None]]
+        self._plant = plant
+        self._undo: Optional[Callable[[], None]] = None  # while planted
         self.start_time: Optional[float] = None
         self.end_time: Optional[float] = None
 
