@@ -57,6 +57,8 @@ def evaluate(upguard: str, faulty: Run, clean: Run, model: Optional[Path]) -> Li
     """One row set per (method, continuity): the scores and the healthy run's detections."""
     rows = []
     for method in methods(upguard):
+        if method == "minder" and model is None:
+            continue
         for continuity in CONTINUITIES:
             use = model if method == "minder" else None
             found = detect(upguard, faulty.metrics, method, continuity, use)
@@ -174,7 +176,10 @@ def main() -> None:
             else:
                 history = scenario_run(healthy(150.0), "fit").metrics
             model = work / "minder.model"
-            fit(upguard, history, model)
+            why_not = fit(upguard, history, model)
+            if why_not:
+                print(f"Minder not evaluated: {why_not}\n")
+                model = None
         rows = evaluate(upguard, faulty, clean, model)
     finally:
         if not keep:

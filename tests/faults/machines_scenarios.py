@@ -148,12 +148,16 @@ def methods(upguard: str) -> List[str]:
     return found
 
 
-def fit(upguard: str, metrics: Path, model: Path) -> None:
-    """`upguard machines fit` on healthy metrics."""
+def fit(upguard: str, metrics: Path, model: Path) -> str:
+    """`upguard machines fit` on healthy metrics: "" when the model is written, else why not
+    (exit 2 and its message: a build without torch cannot fit, and Minder is then not there)."""
     result = subprocess.run([upguard, "machines", "fit", "--input", str(metrics), "-o",
                              str(model)], capture_output=True, text=True, timeout=600)
+    if result.returncode == 2:
+        return result.stderr.strip() or "machines fit: exit 2"
     if result.returncode != 0:
         raise RuntimeError(f"machines fit failed ({result.returncode}): {result.stderr}")
+    return ""
 
 
 def detect(upguard: str, metrics: Path, method: str, continuity: Optional[int] = None,
