@@ -139,13 +139,24 @@ std::vector<MetricRange> RangesOf(const Grid& grid) {
         if (std::isfinite(series[point])) values.push_back(series[point]);
       }
     }
-    if (values.empty()) continue;
-    MetricRange& range = ranges[metric];
-    range.lo = Percentile(values, 0.01);
-    range.hi = Percentile(values, 0.99);
-    if (!(range.hi > range.lo)) range.hi = range.lo + 1;
+    ranges[metric] = RangeOfValues(values);
   }
   return ranges;
+}
+
+MetricRange RangeOfValues(std::vector<double>& values) {
+  MetricRange range;
+  if (values.empty()) return range;
+  range.lo = Percentile(values, 0.01);
+  range.hi = Percentile(values, 0.99);
+  const double floor = kRangeFloor * std::max(std::fabs(range.lo), std::fabs(range.hi));
+  if (range.hi - range.lo < floor) {
+    const double middle = (range.lo + range.hi) / 2;
+    range.lo = middle - floor / 2;
+    range.hi = middle + floor / 2;
+  }
+  if (!(range.hi > range.lo)) range.hi = range.lo + 1;
+  return range;
 }
 
 std::vector<size_t> PriorityOrder(const Grid& grid, const MachineModel& model) {

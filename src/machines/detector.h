@@ -24,8 +24,14 @@ struct MetricRange {
   double hi = 1;
 };
 
-// Per metric of `grid`: the 1st to the 99th percentile of its finite values over every machine
-// and point (a flat metric gets a range of 1, so it never flags).
+// The range a metric's `values` are normalised to: their 1st to 99th percentile, at least
+// kRangeFloor of the larger magnitude of the two wide (a metric that hardly moves, memory at
+// 253-256 MB, would make a constant 0.5 % offset between machines half its range), and a flat
+// metric 1 wide, so it never flags. Empty `values`: [0, 1]. Reorders `values`.
+inline constexpr double kRangeFloor = 0.2;
+MetricRange RangeOfValues(std::vector<double>& values);
+
+// Per metric of `grid`: RangeOfValues of its finite values over every machine and point.
 std::vector<MetricRange> RangesOf(const Grid& grid);
 
 struct DetectOptions {

@@ -51,16 +51,7 @@ MetricRange HealthyRange(const Grid& grid, size_t metric, const FaultMask& mask)
       if (!mask[machine][point] && std::isfinite(series[point])) values.push_back(series[point]);
     }
   }
-  MetricRange range;
-  if (values.empty()) return range;
-  std::sort(values.begin(), values.end());
-  const auto at = [&](double f) {
-    return values[static_cast<size_t>(f * static_cast<double>(values.size() - 1))];
-  };
-  range.lo = at(0.01);
-  range.hi = at(0.99);
-  if (!(range.hi > range.lo)) range.hi = range.lo + 1;
-  return range;
+  return RangeOfValues(values);
 }
 
 std::vector<float> HealthyWindows(const Grid& grid, size_t metric, const FaultMask& mask,

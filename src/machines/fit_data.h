@@ -24,7 +24,7 @@ using FaultMask = std::vector<std::vector<bool>>;
 
 FaultMask MaskFaults(const Grid& grid, const std::vector<FaultLabel>& labels);
 
-// The 1st to 99th percentile of the metric's finite unmasked points (a flat metric: width 1).
+// RangeOfValues (detector.h) of the metric's finite unmasked points.
 MetricRange HealthyRange(const Grid& grid, size_t metric, const FaultMask& mask);
 
 // Every complete window of `window` unmasked points of every machine, normalised to `range`,

@@ -1,8 +1,14 @@
 #include "machines/host_counters.h"
 
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 
 #include "base/file.h"
@@ -61,7 +67,21 @@ Status ReadMeminfo(const std::string& path, HostCounters* out) {
   return Status::Ok();
 }
 
-Status ReadNetDev(const std::string& path, HostCounters* out) {
+// 1 when `name` is up and running in this process's network namespace, 0 when not, -1 when
+// it cannot be asked.
+int LinkUp(const std::string& name) {
+  if (name.size() >= IFNAMSIZ) return -1;
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  struct ifreq request {};
+  std::memcpy(request.ifr_name, name.c_str(), name.size());
+  const int got = ioctl(fd, SIOCGIFFLAGS, &request);
+  close(fd);
+  if (got != 0) return -1;
+  return (request.ifr_flags & IFF_UP) && (request.ifr_flags & IFF_RUNNING) ? 1 : 0;
+}
+
+Status ReadNetDev(const std::string& path, bool live, HostCounters* out) {
   ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
@@ -70,8 +90,8 @@ Status ReadNetDev(const std::string& path, HostCounters* out) {
     std::vector<std::string> name = Words(line.substr(0, colon));
     const std::vector<std::string> fields = Words(line.substr(colon + 1));
     if (name.size() != 1 || fields.size() < 10 || name[0] == "lo") continue;
-    out->net[name[0]] =
-        NetCounters{ToU64(fields[0]), ToU64(fields[1]), ToU64(fields[8]), ToU64(fields[9])};
+    out->net[name[0]] = NetCounters{ToU64(fields[0]), ToU64(fields[1]), ToU64(fields[8]),
+                                    ToU64(fields[9]), live ? LinkUp(name[0]) : -1};
   }
   return Status::Ok();
 }
@@ -119,7 +139,7 @@ StatusOr<HostCounters> ReadHostCounters(const HostSource& source, double time) {
   HostCounters out;
   out.time = time;
   RETURN_IF_ERROR(ReadProcStat(source.proc_root + "/stat", &out));
-  RETURN_IF_ERROR(ReadNetDev(source.proc_root + "/net/dev", &out));
+  RETURN_IF_ERROR(ReadNetDev(source.proc_root + "/net/dev", source.proc_root == "/proc", &out));
   RETURN_IF_ERROR(ReadDiskstats(source.proc_root + "/diskstats", &out));
   if (source.cgroup.empty()) {
     RETURN_IF_ERROR(ReadMeminfo(source.proc_root + "/meminfo", &out));
@@ -177,6 +197,8 @@ std::vector<MetricValue> HostMetrics(const HostCounters& before, const HostCount
                    Rate(then.rx_packets, now.rx_packets, seconds)});
     out.push_back({"network_transmit_packets_per_second", name,
                    Rate(then.tx_packets, now.tx_packets, seconds)});
+    if (now.link_up >= 0)
+      out.push_back({"network_link_up", name, static_cast<double>(now.link_up)});
   }
   return out;
 }

@@ -32,6 +32,10 @@ struct HostSource {
 
 struct NetCounters {
   uint64_t rx_bytes = 0, rx_packets = 0, tx_bytes = 0, tx_packets = 0;
+  // 1: up and running (a carrier), 0: down, -1: unknown (a `proc_root` other than /proc, whose
+  // interfaces this process cannot ask about). Asked of the reading process's namespace, like
+  // /proc/net/dev: a link set down, or whose peer end went down, is 0.
+  int link_up = -1;
 };
 
 struct HostCounters {

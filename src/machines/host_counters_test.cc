@@ -150,6 +150,9 @@ TEST(HostCountersTest, ReadsThisMachine) {
   ASSERT_TRUE(now.ok()) << now.status().message();
   EXPECT_GT(now->cpu_total, 0u);
   EXPECT_GT(now->memory_used_bytes, 0u);
+  for (const auto& [name, counters] : now->net) {
+    EXPECT_TRUE(counters.link_up == 0 || counters.link_up == 1) << name << " " << counters.link_up;
+  }
 }
 
 }  // namespace
