@@ -181,6 +181,7 @@ def main() -> None:
                 print(f"Minder not evaluated: {why_not}\n")
                 model = None
         rows = evaluate(upguard, faulty, clean, model)
+        shapes = signatures(faulty)  # reads the metrics, which go with a temporary `work`
     finally:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -190,14 +191,15 @@ def main() -> None:
           f"faults of {scenario.fault_s:.0f} s with {scenario.gap_s:.0f} s of recovery after "
           f"each: {where}; a healthy run of {healthy_s:.0f} s; metrics from the agents at 1 s. "
           f"A detection is a true positive when it names the fault's machine, overlaps the "
-          f"fault's interval plus {GRACE_S:.0f} s of grace and was raised inside it. "
+          f"fault's interval plus {GRACE_S:.0f} s of grace and was raised after it began "
+          f"(one sample's leeway). "
           f"Wall time {time.time() - started:.0f} s.\n")
     print("\n".join(table(rows, kinds)))
     print()
     print("\n".join(targets(rows, healthy_s)))
     print("\nWhat each fault looks like: the metrics on which the faulty machine's median over "
           "the fault (after its first 5 s) is more than 25 % off its peers'.\n")
-    print("\n".join(signatures(faulty)))
+    print("\n".join(shapes))
     if args.json:
         Path(args.json).write_text(json.dumps(
             [{**row, "scores": {kind: vars(s) for kind, s in row["scores"].items()}}
