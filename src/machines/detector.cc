@@ -56,6 +56,24 @@ struct Scratch {
   std::vector<size_t> owners;
 };
 
+// Whether the candidate's departure from its peers is spread over its window rather than carried
+// by one point: no point holds more than kMaxPointShare of its squared distance from the
+// peers' per-point median. A one-sample blip sits in `window` windows in a row and would pass
+// the continuity check; a fault that lasts moves every point from its onset on.
+bool SpreadOverWindow(const float* windows, size_t n, size_t window, size_t candidate) {
+  std::vector<float> column(n);
+  double total = 0;
+  double largest = 0;
+  for (size_t t = 0; t < window; ++t) {
+    for (size_t i = 0; i < n; ++i) column[i] = windows[i * window + t];
+    std::nth_element(column.begin(), column.begin() + n / 2, column.end());
+    const double deviation = static_cast<double>(windows[candidate * window + t]) - column[n / 2];
+    total += deviation * deviation;
+    largest = std::max(largest, deviation * deviation);
+  }
+  return total > 0 && largest <= kMaxPointShare * total;
+}
+
 // The machine flagged in the window ending at `end`, trying metrics in `order`.
 std::optional<WindowFlag> FlagWindow(const Prepared& data, const DetectOptions& options,
                                      const std::vector<size_t>& order, size_t end,
@@ -85,7 +103,10 @@ std::optional<WindowFlag> FlagWindow(const Prepared& data, const DetectOptions& 
       rule.min_distance = denoiser->score_limit;  // latent units, learned from healthy windows
       score = ScorePeers(scratch->embeddings.data(), n, denoiser->latent, options.distance, rule);
     }
-    if (score.machine < 0) continue;
+    if (score.machine < 0 ||
+        !SpreadOverWindow(scratch->windows.data(), n, window, static_cast<size_t>(score.machine))) {
+      continue;
+    }
     return WindowFlag{end, scratch->owners[static_cast<size_t>(score.machine)], metric, score.z};
   }
   return std::nullopt;

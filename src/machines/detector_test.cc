@@ -75,23 +75,23 @@ TEST(DetectorTest, FourMachinesAreEnough) {
   EXPECT_EQ(result.detections[0].machine, 0u);
 }
 
-TEST(DetectorTest, ContinuityAndPriorityAsAsked) {
-  // A one-point spike of node-3's cpu sits in `window` windows (8): the raw distance flags
-  // it in each (Minder's denoiser is what smooths such blips), so it is no detection when the
-  // continuity check asks for more windows in a row than that, and one when it asks for one.
+TEST(DetectorTest, AOneSampleBlipIsNoFlagAFaultOfTwoIs) {
+  // A one-point spike of node-3's cpu sits in `window` windows (8), enough for any continuity
+  // check up to 8, but in each it is one point carrying all of the machine's departure: no flag.
   Grid grid = Cluster(8, 100, /*faulty=*/-1, 0, 0);
   grid.values[(1 * 8 + 3) * 100 + 50] += 0.6;
   DetectOptions options;
-  options.continuity = options.window + 2;
-  DetectResult result = Detect(grid, RangesOf(grid), options);
-  EXPECT_TRUE(result.detections.empty());
-  ASSERT_FALSE(result.flags.empty());
-  EXPECT_EQ(result.flags[0].machine, 3u);
-  EXPECT_EQ(result.flags[0].metric, 1u);
   options.continuity = 1;
+  DetectResult result = Detect(grid, RangesOf(grid), options);
+  EXPECT_TRUE(result.flags.empty());
+  EXPECT_TRUE(result.detections.empty());
+  // The same spike lasting from point 50 on is flagged from its second point.
+  for (size_t point = 51; point < 100; ++point) grid.values[(1 * 8 + 3) * 100 + point] += 0.6;
   result = Detect(grid, RangesOf(grid), options);
   ASSERT_FALSE(result.detections.empty());
   EXPECT_EQ(result.detections[0].machine, 3u);
+  EXPECT_EQ(result.detections[0].metrics, std::vector<size_t>{1});
+  EXPECT_LE(result.detections[0].first_point, 52u);
 }
 
 TEST(DetectorTest, MachinesWithGapsSitOutTheirWindows) {
