@@ -173,8 +173,10 @@ std::vector<MetricValue> HostMetrics(const HostCounters& before, const HostCount
   }
   out.push_back({"cpu_utilization", "", std::clamp(cpu, 0.0, 1.0)});
   out.push_back({"memory_used_bytes", "", static_cast<double>(after.memory_used_bytes)});
-  out.push_back({"context_switches_per_second", "",
-                 Rate(before.context_switches, after.context_switches, seconds)});
+  if (!after.cgroup_cpu_ns) {  // the host's count is no cgroup's: every machine would share it
+    out.push_back({"context_switches_per_second", "",
+                   Rate(before.context_switches, after.context_switches, seconds)});
+  }
   if (before.cgroup_io && after.cgroup_io) {
     const ProcessIo moved = IoBetween(*before.cgroup_io, *after.cgroup_io);
     out.push_back({"disk_read_bytes_per_second", "", Rate(0, moved.read_bytes, seconds)});
