@@ -179,6 +179,9 @@ StatusOr<int> RunDetect(int argc, char** argv) {
   plan.html = flags.Get("html");
   context.window = options.window;
   context.continuity = options.continuity;
+  if (!flags.Has("watch") && (flags.Has("every") || flags.Has("duration"))) {
+    return InvalidArgument("--every and --duration go with --watch");
+  }
   if (flags.Has("watch")) {
     if (flags.Has("start") || flags.Has("end") || !plan.html.empty()) {
       return InvalidArgument(
@@ -194,6 +197,19 @@ StatusOr<int> RunDetect(int argc, char** argv) {
   ASSIGN_OR_RETURN(const DetectOutcome outcome, DetectOnce(plan));
   const machines::Grid& grid = outcome.grid;
   const machines::DetectResult& result = outcome.result;
+  if (options.model) {  // what the model cannot denoise is compared raw: say which
+    const std::vector<bool> denoised = machines::DenoisedMetrics(grid, options.model);
+    std::string raw;
+    for (size_t metric = 0; metric < grid.metrics.size(); ++metric) {
+      if (!denoised[metric]) raw += (raw.empty() ? "" : ", ") + grid.metrics[metric];
+    }
+    if (!raw.empty()) {
+      std::fprintf(stderr,
+                   "upguard machines detect: the model has no denoiser for %s: compared raw "
+                   "(fit the model on history that has them)\n",
+                   raw.c_str());
+    }
+  }
   if (!plan.html.empty()) {
     RETURN_IF_ERROR(machines::WriteDetectionsHtml(grid, result, context, plan.html));
   }
