@@ -99,6 +99,20 @@ std::vector<double> MahalanobisDistances(const float* rows, size_t n, size_t dim
   return scores;
 }
 
+// Each score's z-score among them; all 0 when they are all alike.
+std::vector<double> ZScores(const std::vector<double>& scores) {
+  const double n = static_cast<double>(scores.size());
+  double mean = 0;
+  for (double s : scores) mean += s / n;
+  double var = 0;
+  for (double s : scores) var += (s - mean) * (s - mean) / n;
+  const double sd = std::sqrt(var);
+  std::vector<double> z(scores.size(), 0.0);
+  if (!(sd > 0)) return z;
+  for (size_t i = 0; i < scores.size(); ++i) z[i] = (scores[i] - mean) / sd;
+  return z;
+}
+
 }  // namespace
 
 PeerScore ScorePeers(const float* rows, size_t n, size_t dims, Distance distance,
@@ -109,16 +123,11 @@ PeerScore ScorePeers(const float* rows, size_t n, size_t dims, Distance distance
       distance == Distance::kEuclidean
           ? PeerDistances(rows, n, dims)
           : MahalanobisDistances(rows, n, dims, ColumnMeans(rows, n, dims));
-  double mean_score = 0;
-  for (double s : scores) mean_score += s / static_cast<double>(n);
-  double var = 0;
-  for (double s : scores) var += (s - mean_score) * (s - mean_score) / static_cast<double>(n);
-  const double sd = std::sqrt(var);
-  if (!(sd > 0)) return out;
+  const std::vector<double> z = ZScores(scores);
   const auto top =
       static_cast<size_t>(std::max_element(scores.begin(), scores.end()) - scores.begin());
   out.score = scores[top];
-  out.z = (scores[top] - mean_score) / sd;
+  out.z = z[top];
   const double most = static_cast<double>(n - 1) / std::sqrt(static_cast<double>(n));
   const double z_needed = std::min(rule.z_threshold, 0.8 * most);
   if (!(out.z > z_needed)) return out;  // the common case: no spread needed
@@ -137,17 +146,8 @@ std::vector<double> PeerDistances(const float* rows, size_t n, size_t dims) {
 }
 
 std::vector<double> PeerZScores(const float* rows, size_t n, size_t dims) {
-  std::vector<double> z(n, 0.0);
-  if (n < 3 || dims == 0) return z;
-  const std::vector<double> scores = PeerDistances(rows, n, dims);
-  double mean = 0;
-  for (double s : scores) mean += s / static_cast<double>(n);
-  double var = 0;
-  for (double s : scores) var += (s - mean) * (s - mean) / static_cast<double>(n);
-  const double sd = std::sqrt(var);
-  if (!(sd > 0)) return z;
-  for (size_t i = 0; i < n; ++i) z[i] = (scores[i] - mean) / sd;
-  return z;
+  if (n < 3 || dims == 0) return std::vector<double>(n, 0.0);
+  return ZScores(PeerDistances(rows, n, dims));
 }
 
 }  // namespace upguard::machines
