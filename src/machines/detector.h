@@ -46,8 +46,9 @@ struct DetectOptions {
   std::vector<size_t> metric_order;  // priority; empty: the grid's order
   // Minder: a metric with a denoiser here is normalised to the denoiser's range and compared
   // by embeddings, the candidate's score at least the denoiser's `score_limit` (the farthest
-  // healthy machines got in the fit) instead of `rule.min_distance`; other metrics as without
-  // a model. Null: the raw distance everywhere.
+  // healthy machines got in the fit), and its samples still at least `rule.min_distance` from
+  // the peers' median (RMS over the window: what the denoiser calls far must be far enough to
+  // flag raw); other metrics as without a model. Null: the raw distance everywhere.
   const MachineModel* model = nullptr;
   size_t threads = 0;  // 0: the machine's cores, up to 8 (windows are scored independently)
 };

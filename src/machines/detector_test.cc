@@ -113,5 +113,51 @@ TEST(DetectorTest, MahalanobisBaselineFindsALargeShift) {
   EXPECT_EQ(result.detections[0].machine, 6u);
 }
 
+// A denoiser whose encoder is a plain, monotone function of the window (every gate reads the
+// input alike): enough to compare embeddings by, with no fit.
+Denoiser PlainDenoiser(double lo, double hi, double score_limit) {
+  Denoiser d;
+  d.lo = lo;
+  d.hi = hi;
+  d.w_ih.assign(4 * d.hidden, 1.0f);
+  d.w_hh.assign(4 * d.hidden * d.hidden, 0.0f);
+  d.b.assign(4 * d.hidden, 0.0f);
+  d.w_mu.assign(d.latent * d.hidden, 0.0f);
+  for (size_t row = 0; row < d.latent; ++row) d.w_mu[row * d.hidden + row % d.hidden] = 1.0f;
+  d.b_mu.assign(d.latent, 0.0f);
+  d.score_limit = score_limit;
+  return d;
+}
+
+TEST(DetectorTest, WhatTheDenoiserCallsFarMustBeFarEnoughRaw) {
+  // Memory hardly moved in the fit, so its learned score limit is ~0: node-2 sitting 2 % of the
+  // range above its peers is an offset, not a fault, nor is 15 % of the range when that is 2.7 %
+  // of the level (a range of 20 around 100); 9 % of the level is.
+  MachineModel model;
+  model.metrics["mem"] = PlainDenoiser(90, 110, /*score_limit=*/1e-6);
+  ASSERT_TRUE(model.metrics["mem"].Check("mem").ok());
+  for (const double offset : {0.4, 3.0, 9.0}) {
+    Grid grid;
+    grid.length = 60;
+    grid.metrics = {"mem"};
+    for (size_t machine = 0; machine < 6; ++machine) {
+      grid.machines.push_back("node-" + std::to_string(machine));
+      for (size_t point = 0; point < grid.length; ++point) {
+        const double wave = 0.5 * ((point / 10) % 2);
+        grid.values.push_back(100 + wave + (machine == 2 && point >= 20 ? offset : 0.0));
+      }
+    }
+    DetectOptions options;
+    options.model = &model;
+    const DetectResult result = Detect(grid, RangesOf(grid), options);
+    if (offset < 5) {
+      EXPECT_TRUE(result.flags.empty()) << "offset " << offset;
+    } else {
+      ASSERT_EQ(result.detections.size(), 1u);
+      EXPECT_EQ(result.detections[0].machine, 2u);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace upguard::machines
