@@ -69,38 +69,56 @@ struct Scratch {
   std::vector<float> windows;
   std::vector<float> embeddings;
   std::vector<size_t> owners;
+  std::vector<double> squares;
 };
 
-// The candidate's departure from its peers over one window: per point its distance from the
-// peers' median (the median over every machine, the candidate's own value a single vote).
-struct Departure {
-  double total = 0;    // the sum of the squared per-point distances
-  double largest = 0;  // the largest of them
-  double Rms(size_t window) const { return std::sqrt(total / static_cast<double>(window)); }
+// The machines' departures from their per-point median over one window (the median over every
+// machine, the candidate's own value a single vote): the candidate's, and its peers' typical.
+struct Departures {
+  double total = 0;      // the candidate's sum of squared per-point distances
+  double largest = 0;    // the largest of them
+  double peers_rms = 0;  // the median over the other machines of their RMS distance
+  // The candidate's RMS distance with its farthest point left out.
+  double RestRms(size_t window) const {
+    return std::sqrt(std::max(0.0, total - largest) / static_cast<double>(window));
+  }
 };
 
-Departure DepartureOf(const float* windows, size_t n, size_t window, size_t candidate) {
+Departures DeparturesOf(const float* windows, size_t n, size_t window, size_t candidate,
+                        std::vector<double>* scratch) {
   std::vector<float> column(n);
-  Departure out;
+  std::vector<double>& squares = *scratch;
+  squares.assign(n, 0.0);
+  Departures out;
   for (size_t t = 0; t < window; ++t) {
     for (size_t i = 0; i < n; ++i) column[i] = windows[i * window + t];
     std::nth_element(column.begin(), column.begin() + n / 2, column.end());
-    const double deviation = static_cast<double>(windows[candidate * window + t]) - column[n / 2];
-    out.total += deviation * deviation;
-    out.largest = std::max(out.largest, deviation * deviation);
+    double median = column[n / 2];
+    if (n % 2 == 0) {  // the mean of the two middle values: one of 4 machines moves it least
+      median = (median + *std::max_element(column.begin(), column.begin() + n / 2)) / 2;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const double deviation = static_cast<double>(windows[i * window + t]) - median;
+      squares[i] += deviation * deviation;
+      if (i == candidate) out.largest = std::max(out.largest, deviation * deviation);
+    }
   }
+  out.total = squares[candidate];
+  squares.erase(squares.begin() + static_cast<std::ptrdiff_t>(candidate));
+  std::nth_element(squares.begin(), squares.begin() + squares.size() / 2, squares.end());
+  out.peers_rms = std::sqrt(squares[squares.size() / 2] / static_cast<double>(window));
   return out;
 }
 
-// Whether a candidate's departure makes it a flag:
-//   - it is spread over its window rather than carried by one point: no point holds more than
-//     kMaxPointShare of it. A one-sample blip sits in `window` windows in a row and would pass
-//     the continuity check; a fault that lasts moves every point from its onset on.
-//   - its samples themselves sit at least `least` (normalised units) from the peers' median,
-//     RMS over the window (LeastDeparture; 0 without a denoiser, whose peer score checks it).
-bool IsFlag(const Departure& departure, size_t window, double least) {
-  if (!(departure.total > 0) || departure.largest > kMaxPointShare * departure.total) return false;
-  return departure.Rms(window) >= least;
+// Whether the peer score's candidate is a flag: with its farthest sample left out, it still
+// sits at least `least` (normalised units, RMS over the window) from the per-point median and
+// `ratio` times as far as its typical peer. A one-sample blip sits in `window` windows in a row
+// and would pass the continuity check; left out, nothing stands apart. A fault that lasts moves
+// every point from its onset on, and an intermittent one (a rank stopped every other second)
+// more than one. `least`: LeastDeparture with a denoiser, else the raw rule's min_distance.
+bool IsFlag(const Departures& departures, size_t window, double least, double ratio) {
+  const double rest = departures.RestRms(window);
+  return rest > 0 && rest >= least && rest >= ratio * departures.peers_rms;
 }
 
 // The machine flagged in the window ending at `end`, trying metrics in `order`.
@@ -133,9 +151,10 @@ std::optional<WindowFlag> FlagWindow(const Prepared& data, const DetectOptions& 
       score = ScorePeers(scratch->embeddings.data(), n, denoiser->latent, options.distance, rule);
     }
     if (score.machine < 0) continue;
-    const Departure departure =
-        DepartureOf(scratch->windows.data(), n, window, static_cast<size_t>(score.machine));
-    if (!IsFlag(departure, window, data.least_departure[metric])) continue;
+    const Departures departures = DeparturesOf(
+        scratch->windows.data(), n, window, static_cast<size_t>(score.machine), &scratch->squares);
+    const double least = denoiser ? data.least_departure[metric] : options.rule.min_distance;
+    if (!IsFlag(departures, window, least, options.rule.ratio)) continue;
     return WindowFlag{end, scratch->owners[static_cast<size_t>(score.machine)], metric, score.z};
   }
   return std::nullopt;

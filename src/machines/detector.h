@@ -2,8 +2,8 @@
 // at a time; in each, the metrics are tried in priority order, each machine's window of the
 // metric normalised to the metric's range and (for Minder: a model with a denoiser for the
 // metric) turned into its embedding, and the first metric whose peer score (peer_score.h) names
-// a machine flags it for that window, when its departure is spread over the window's points (no
-// point carries more than kMaxPointShare of it: a one-sample blip is no flag). A detection is
+// a machine flags it for that window, when it stays apart with its farthest sample left out (a
+// one-sample blip is no flag; detector.cc, IsFlag). A detection is
 // the same machine flagged in `continuity` windows in a row (Minder's continuity check; 1 turns
 // it off): it starts at the first of them, is raised at the last of them, and lasts while that
 // machine stays flagged.
@@ -20,8 +20,6 @@
 #include "machines/peer_score.h"
 
 namespace upguard::machines {
-
-inline constexpr double kMaxPointShare = 0.6;
 
 struct MetricRange {
   double lo = 0;

@@ -94,6 +94,23 @@ TEST(DetectorTest, AOneSampleBlipIsNoFlagAFaultOfTwoIs) {
   EXPECT_LE(result.detections[0].first_point, 52u);
 }
 
+TEST(DetectorTest, AnIntermittentFaultIsFlaggedOnceASecondPointDeparts) {
+  // A rank stopped every other second: node-3's cpu drops fully in one sample and by a third as
+  // much in the next (stopped part of that second), then again two samples later. With the
+  // first sample left out the second still stands apart: flagged by the window ending there.
+  Grid grid = Cluster(8, 100, /*faulty=*/-1, 0, 0);
+  for (size_t point = 50; point < 100; point += 3) {
+    grid.values[(1 * 8 + 3) * 100 + point] -= 0.6;
+    if (point + 1 < 100) grid.values[(1 * 8 + 3) * 100 + point + 1] -= 0.2;
+  }
+  DetectOptions options;
+  options.continuity = 1;
+  const DetectResult result = Detect(grid, RangesOf(grid), options);
+  ASSERT_FALSE(result.detections.empty());
+  EXPECT_EQ(result.detections[0].machine, 3u);
+  EXPECT_EQ(result.detections[0].first_point, 51u);
+}
+
 TEST(DetectorTest, MachinesWithGapsSitOutTheirWindows) {
   Grid grid = Cluster(6, 200, /*faulty=*/2, /*fault_at=*/100, /*shift=*/0.3);
   for (size_t point = 0; point < 200; ++point) {
