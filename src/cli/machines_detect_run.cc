@@ -16,7 +16,10 @@ StatusOr<DetectOutcome> DetectOnce(const DetectPlan& plan) {
                    machines::LoadSamples(plan.input, plan.source));
   ASSIGN_OR_RETURN(out.grid, machines::MakeGrid(samples, plan.step));
   machines::DetectOptions options = plan.options;
-  if (options.model) options.metric_order = machines::PriorityOrder(out.grid, *options.model);
+  if (options.model) {
+    options.metric_order = machines::PriorityOrder(out.grid, *options.model);
+    options.priority_learned = options.model->priority_source == "labels";
+  }
   out.result = machines::Detect(out.grid, machines::RangesOf(out.grid), options);
   return out;
 }

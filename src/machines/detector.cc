@@ -127,6 +127,8 @@ std::optional<WindowFlag> FlagWindow(const Prepared& data, const DetectOptions& 
                                      Scratch* scratch) {
   const size_t window = options.window;
   const size_t first = end + 1 - window;
+  std::optional<WindowFlag> best;
+  double best_strength = 0;
   for (size_t metric : order) {
     scratch->windows.clear();
     scratch->owners.clear();
@@ -155,9 +157,16 @@ std::optional<WindowFlag> FlagWindow(const Prepared& data, const DetectOptions& 
         scratch->windows.data(), n, window, static_cast<size_t>(score.machine), &scratch->squares);
     const double least = denoiser ? data.least_departure[metric] : options.rule.min_distance;
     if (!IsFlag(departures, window, least, options.rule.ratio)) continue;
-    return WindowFlag{end, scratch->owners[static_cast<size_t>(score.machine)], metric, score.z};
+    const WindowFlag flag{end, scratch->owners[static_cast<size_t>(score.machine)], metric,
+                          score.z};
+    if (options.priority_learned) return flag;
+    const double strength = departures.RestRms(window) / least;
+    if (!best || strength > best_strength) {
+      best = flag;
+      best_strength = strength;
+    }
   }
-  return std::nullopt;
+  return best;
 }
 
 // Every window's flag, the windows shared out among threads in contiguous runs.

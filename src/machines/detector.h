@@ -1,9 +1,12 @@
 // Minder's detection over a Grid (docs/machines.md): windows of `window` points slide one point
 // at a time; in each, the metrics are tried in priority order, each machine's window of the
 // metric normalised to the metric's range and (for Minder: a model with a denoiser for the
-// metric) turned into its embedding, and the first metric whose peer score (peer_score.h) names
-// a machine flags it for that window, when it stays apart with its farthest sample left out (a
-// one-sample blip is no flag; detector.cc, IsFlag). A detection is
+// metric) turned into its embedding; a metric whose peer score (peer_score.h) names a machine
+// flags it for that window when it stays apart with its farthest sample left out (a one-sample
+// blip is no flag; detector.cc, IsFlag). With a priority learned from labels the first metric
+// that flags takes the window (Minder's order); without, the strongest flag does (the farthest
+// in units of its least departure: an arbitrary order would let a metric that barely flags one
+// machine hide another's clear fault, measured). A detection is
 // the same machine flagged in `continuity` windows in a row (Minder's continuity check; 1 turns
 // it off): it starts at the first of them, is raised at the last of them, and lasts while that
 // machine stays flagged.
@@ -42,6 +45,7 @@ struct DetectOptions {
   Distance distance = Distance::kEuclidean;
   PeerRule rule;
   std::vector<size_t> metric_order;  // priority; empty: the grid's order
+  bool priority_learned = false;     // metric_order from labels: the first metric that flags wins
   // Minder: a metric with a denoiser here is normalised to the denoiser's range and compared
   // by embeddings, the candidate's score at least the denoiser's `score_limit` (the farthest
   // healthy machines got in the fit), and its samples still at least `rule.min_distance` from

@@ -111,6 +111,24 @@ TEST(DetectorTest, AnIntermittentFaultIsFlaggedOnceASecondPointDeparts) {
   EXPECT_EQ(result.detections[0].first_point, 51u);
 }
 
+TEST(DetectorTest, WithoutALearnedPriorityTheStrongestFlagWins) {
+  // From point 200 node-2's net sits a little above its peers and node-5's cpu far above. The
+  // grid's order tries net first; only a priority learned from labels lets it take the window.
+  Grid grid = Cluster(8, 400, /*faulty=*/5, /*fault_at=*/200, /*shift=*/1.5);
+  for (size_t point = 200; point < 400; ++point) grid.values[(0 * 8 + 2) * 400 + point] += 15;
+  DetectOptions options;
+  DetectResult result = Detect(grid, RangesOf(grid), options);
+  ASSERT_EQ(result.detections.size(), 1u);
+  EXPECT_EQ(result.detections[0].machine, 5u);
+  EXPECT_EQ(result.detections[0].metrics, std::vector<size_t>{1});
+  options.metric_order = {0, 1};
+  options.priority_learned = true;
+  result = Detect(grid, RangesOf(grid), options);
+  ASSERT_FALSE(result.detections.empty());
+  EXPECT_EQ(result.detections[0].machine, 2u);
+  EXPECT_EQ(result.detections[0].metrics, std::vector<size_t>{0});
+}
+
 TEST(DetectorTest, MachinesWithGapsSitOutTheirWindows) {
   Grid grid = Cluster(6, 200, /*faulty=*/2, /*fault_at=*/100, /*shift=*/0.3);
   for (size_t point = 0; point < 200; ++point) {
