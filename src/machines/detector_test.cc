@@ -194,5 +194,32 @@ TEST(DetectorTest, WhatTheDenoiserCallsFarMustBeFarEnoughRaw) {
   }
 }
 
+TEST(DetectorTest, AWholeJobStallIsNoMachinesFault) {
+  // Every machine's step time grows to 20 s while the whole job hangs; node-2's reads 0.02 s
+  // more (the healthy range's width) and it resumes one sample before the others. Far outside the
+  // healthy range every machine is alike "far out" (the encoder's clamp), so nothing flags; taken
+  // unclamped, node-2 would be 1 range apart.
+  MachineModel model;
+  model.metrics["step"] = PlainDenoiser(0.03, 0.05, /*score_limit=*/1e-6);
+  Grid grid;
+  grid.length = 60;
+  grid.metrics = {"step"};
+  for (size_t machine = 0; machine < 6; ++machine) {
+    grid.machines.push_back("node-" + std::to_string(machine));
+    for (size_t point = 0; point < grid.length; ++point) {
+      double step = 0.04 + 0.001 * static_cast<double>((point + machine) % 3);
+      const size_t resume = machine == 2 ? 40 : 41;
+      if (point >= 20 && point < resume) {
+        step = 1.0 + static_cast<double>(point - 20) + (machine == 2 ? 0.02 : 0.0);
+      }
+      grid.values.push_back(step);
+    }
+  }
+  DetectOptions options;
+  options.model = &model;
+  const DetectResult result = Detect(grid, RangesOf(grid), options);
+  EXPECT_TRUE(result.flags.empty());
+}
+
 }  // namespace
 }  // namespace upguard::machines
