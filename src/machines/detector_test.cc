@@ -164,6 +164,21 @@ Denoiser PlainDenoiser(double lo, double hi, double score_limit) {
   return d;
 }
 
+// Six machines, one metric `name`, 60 points of value(machine, point).
+template <typename Value>
+Grid OneMetric(const std::string& name, Value value) {
+  Grid grid;
+  grid.length = 60;
+  grid.metrics = {name};
+  for (size_t machine = 0; machine < 6; ++machine) {
+    grid.machines.push_back("node-" + std::to_string(machine));
+    for (size_t point = 0; point < grid.length; ++point) {
+      grid.values.push_back(value(machine, point));
+    }
+  }
+  return grid;
+}
+
 TEST(DetectorTest, WhatTheDenoiserCallsFarMustBeFarEnoughRaw) {
   // Memory hardly moved in the fit, so its learned score limit is ~0: node-2 sitting 2 % of the
   // range above its peers is an offset, not a fault, nor is 15 % of the range when that is 2.7 %
@@ -172,16 +187,10 @@ TEST(DetectorTest, WhatTheDenoiserCallsFarMustBeFarEnoughRaw) {
   model.metrics["mem"] = PlainDenoiser(90, 110, /*score_limit=*/1e-6);
   ASSERT_TRUE(model.metrics["mem"].Check("mem").ok());
   for (const double offset : {0.4, 3.0, 9.0}) {
-    Grid grid;
-    grid.length = 60;
-    grid.metrics = {"mem"};
-    for (size_t machine = 0; machine < 6; ++machine) {
-      grid.machines.push_back("node-" + std::to_string(machine));
-      for (size_t point = 0; point < grid.length; ++point) {
-        const double wave = 0.5 * ((point / 10) % 2);
-        grid.values.push_back(100 + wave + (machine == 2 && point >= 20 ? offset : 0.0));
-      }
-    }
+    const Grid grid = OneMetric("mem", [offset](size_t machine, size_t point) {
+      const double wave = 0.5 * static_cast<double>((point / 10) % 2);
+      return 100 + wave + (machine == 2 && point >= 20 ? offset : 0.0);
+    });
     DetectOptions options;
     options.model = &model;
     const DetectResult result = Detect(grid, RangesOf(grid), options);
@@ -201,20 +210,13 @@ TEST(DetectorTest, AWholeJobStallIsNoMachinesFault) {
   // unclamped, node-2 would be 1 range apart.
   MachineModel model;
   model.metrics["step"] = PlainDenoiser(0.03, 0.05, /*score_limit=*/1e-6);
-  Grid grid;
-  grid.length = 60;
-  grid.metrics = {"step"};
-  for (size_t machine = 0; machine < 6; ++machine) {
-    grid.machines.push_back("node-" + std::to_string(machine));
-    for (size_t point = 0; point < grid.length; ++point) {
-      double step = 0.04 + 0.001 * static_cast<double>((point + machine) % 3);
-      const size_t resume = machine == 2 ? 40 : 41;
-      if (point >= 20 && point < resume) {
-        step = 1.0 + static_cast<double>(point - 20) + (machine == 2 ? 0.02 : 0.0);
-      }
-      grid.values.push_back(step);
+  const Grid grid = OneMetric("step", [](size_t machine, size_t point) {
+    const size_t resume = machine == 2 ? 40 : 41;
+    if (point >= 20 && point < resume) {
+      return 1.0 + static_cast<double>(point - 20) + (machine == 2 ? 0.02 : 0.0);
     }
-  }
+    return 0.04 + 0.001 * static_cast<double>((point + machine) % 3);
+  });
   DetectOptions options;
   options.model = &model;
   const DetectResult result = Detect(grid, RangesOf(grid), options);
