@@ -341,9 +341,9 @@ uint64_t WatchWaitStackRequest(uint64_t answered, double timeout_s) {
   return answered;
 }
 
-uint64_t WatchStackRequest() {
+uint64_t WatchStackAnswered() {
   Feed* feed = g_feed.load(std::memory_order_acquire);
-  return feed != nullptr ? feed->ring->StackRequest() : 0;
+  return feed != nullptr ? feed->ring->StackAnswered() : 0;
 }
 
 void WatchAnswerStack(uint64_t request, const std::string& text) {

@@ -45,8 +45,10 @@ Status WatchStart(const WatchOptions& options);
 // The ring's file, or "" when no watch runs.
 std::string WatchRingPath();
 void WatchDataloader(bool inside);
-// The Python side's stack thread: the monitor's last request, and the answer to it.
-uint64_t WatchStackRequest();
+// The Python side's stack thread: the request the ring's text answers last (where the thread
+// starts: a request made before it ran, as a monitor asks a new ring at once, is answered
+// too), and the answer to the next.
+uint64_t WatchStackAnswered();
 // Waits (at most timeout_s) for a request other than `answered`; returns it, else `answered`.
 // Called without the GIL: the Python side's thread wakes only to answer.
 uint64_t WatchWaitStackRequest(uint64_t answered, double timeout_s);

@@ -28,7 +28,7 @@ void DefineWatch(py::module_& m) {
       py::arg("hostname"), py::arg("skip_prefixes"), py::arg("cwd"));
   m.def("watch_ring_path", &WatchRingPath);
   m.def("watch_dataloader", &WatchDataloader, py::arg("inside"));
-  m.def("watch_stack_request", &WatchStackRequest);
+  m.def("watch_stack_answered", &WatchStackAnswered);
   m.def("watch_wait_stack_request", &WatchWaitStackRequest, py::arg("answered"),
         py::arg("timeout_s"), py::call_guard<py::gil_scoped_release>());
   m.def("watch_answer_stack", &WatchAnswerStack, py::arg("request"), py::arg("text"));

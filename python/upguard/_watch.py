@@ -131,7 +131,9 @@ def _short(path: str) -> str:
 
 
 def _answer_stack_requests() -> None:
-    answered = _C.watch_stack_request()  # requests before this process started are not ours
+    # From the ring's last answer, not its last request: the monitor asks a new ring at once
+    # (no op yet), maybe before this thread ran on a loaded machine, and waits for that answer.
+    answered = _C.watch_stack_answered()
     while not _stop.is_set():
         request = _C.watch_wait_stack_request(answered, _WAIT_S)
         if request != answered and not _stop.is_set():

@@ -283,6 +283,10 @@ uint64_t RingWriter::StackRequest() const {
   return LoadAcquire(reinterpret_cast<const RingStack*>(base_ + kStackOffset)->request);
 }
 
+uint64_t RingWriter::StackAnswered() const {
+  return LoadAcquire(reinterpret_cast<const RingStack*>(base_ + kStackOffset)->answered);
+}
+
 void RingWriter::AnswerStack(uint64_t request, std::string_view text) {
   RingStack& out = stack();
   const size_t used = std::min(text.size(), sizeof(out.text) - 1);

@@ -106,6 +106,8 @@ class RingWriter {
 
   void Beat(const NetSample& net);
   uint64_t StackRequest() const;
+  // The request the stack text answers (0 on a new ring: no answer yet).
+  uint64_t StackAnswered() const;
   void AnswerStack(uint64_t request, std::string_view text);
   // The process ends the watch normally.
   void Close();

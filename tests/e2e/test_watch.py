@@ -148,3 +148,17 @@ def test_every_route_to_a_collective_is_in_the_ring(tmp_path):
         assert calls == expected
         assert mine.groups[mine.slots[2].group].name != mine.groups[mine.slots[0].group].name
         assert all(s.state == 3 for s in mine.slots)  # every one completed
+
+
+def test_stack_asked_before_the_stack_thread_ran_is_answered(tmp_path):
+    # The monitor asks a new ring for its stacks at once; on a loaded machine the rank's stack
+    # thread may start after that. It once took the request as "not ours" and never answered:
+    # a hang's alert then came without its Python line (CI, torch 2, 2026-12-05).
+    script = REPO / "tests" / "e2e" / "late_stack_thread.py"
+    result = upguard("watch", "-o", tmp_path / "w", "--", PYTHON, script, timeout=60)
+    assert result.returncode == 0, result.stderr
+    rank = ring.read(str(tmp_path / "w" / "watch" / "rank0.ring"))
+    assert rank.stack_answered >= 1  # the first request, made before the thread ran, too
+    sleep_line = f"late_stack_thread.py:{line_of(script, 'time.sleep(3.0)')} in <module>"
+    assert rank.stack.splitlines()[0] == "thread MainThread:"
+    assert rank.stack.splitlines()[1].endswith(sleep_line)

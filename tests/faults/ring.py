@@ -43,6 +43,9 @@ class Ring:
     step_ends: List[int] = field(default_factory=list)  # CLOCK_MONOTONIC, oldest first
     slots: List[Slot] = field(default_factory=list)
     groups: List[Group] = field(default_factory=list)
+    stack_request: int = 0  # the monitor's last request for the Python stacks
+    stack_answered: int = 0  # the request `stack` answers
+    stack: str = ""
 
     def realtime(self, monotonic_ns: int) -> float:
         """Seconds since the epoch of a CLOCK_MONOTONIC time of this rank."""
@@ -60,7 +63,7 @@ def read(path: str) -> Ring:
     version, _order, _hsize, slot_size, slot_count = struct.unpack_from("<IIIII", data, 8)
     if version != 1:
         raise ValueError(f"{path}: ring version {version}, this reader knows 1")
-    activity, groups_at, _stack, slots_at = struct.unpack_from("<QQQQ", data, 32)
+    activity, groups_at, stack_at, slots_at = struct.unpack_from("<QQQQ", data, 32)
     rank, _world, _local, pid = struct.unpack_from("<iiii", data, 64)
     start_real, start_mono, _beat, entries = struct.unpack_from("<QQQQ", data, 80)
     closed = struct.unpack_from("<I", data, 116)[0] != 0
@@ -71,6 +74,8 @@ def read(path: str) -> Ring:
             struct.unpack_from("<I", data, at + 88)[0]
         ring.groups.append(Group(_text(data[at:at + 48]), _text(data[at + 48:at + 64]), size,
                                  list(struct.unpack_from(f"<{stored}i", data, at + 96))))
+    ring.stack_request, ring.stack_answered = struct.unpack_from("<QQ", data, stack_at)
+    ring.stack = _text(data[stack_at + 32:stack_at + 8192])
     ring.step = struct.unpack_from("<q", data, activity + 8)[0]
     recorded = struct.unpack_from("<Q", data, activity + 40)[0]
     ends = struct.unpack_from("<32Q", data, activity + 112)
