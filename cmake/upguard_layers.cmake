@@ -7,8 +7,9 @@
 # one-rank walk and comparison; analysis: what runs on a diff's result (setup checks, order
 # across ranks, NaN origin, explain, tolerances); online: record --against, the recorder's
 # observer implemented with the diff's rules. watch (hangs and stragglers, its ring and monitor)
-# needs only base: it sits on layer 1 beside digest, and so does machines (faulty machines
-# from per-machine metrics); machines_fit (its denoisers trained with libtorch) sits on it.
+# needs only base: it sits on layer 1 beside digest, and so do machines (faulty machines
+# from per-machine metrics) and optim (the CAME optimizer's fused kernel); machines_fit (its
+# denoisers trained with libtorch) sits on machines.
 #
 # A library may link libraries of its own folder and of lower layers; never one of a higher
 # layer or of another folder on its own layer (the recorder sits beside the diff: neither links
@@ -17,7 +18,7 @@
 
 set(UPGUARD_LAYERS
   base 0
-  digest 1 watch 1 machines 1
+  digest 1 watch 1 machines 1 optim 1
   trace 2 capture 2 machines_fit 2
   run 3
   align 4
