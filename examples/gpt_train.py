@@ -8,7 +8,7 @@
 --plant makes one realistic change from step --plant-step on, so the diff has something to find:
   gelu-tanh       blocks.1.mlp.act uses the tanh approximation of GELU      (forward culprit)
   backward-scale  blocks.1.attn scales its gradient by 1 + 2^-20 in backward (backward culprit)
-  adamw-eps       AdamW's eps becomes 1e-7                                   (optimizer culprit)
+  adamw-eps       AdamW's eps becomes 1e-7 (with --optim came: CAME's eps1)   (optimizer culprit)
   lr-warmup       a linear learning-rate warm-up over 4 steps (lr/4, lr/2, ...) (optimizer culprit)
   extra-op        blocks.0.mlp multiplies its hidden activations by 1.0      (structural)
   data-shift      the batches start one character later                      (data)
@@ -29,6 +29,8 @@ torch 2.x training idioms, each off by default (the 1.13 op stream is unchanged)
   --autocast bf16             the forward and loss under torch.autocast("cpu", bfloat16)
   --dtype bf16                bfloat16 parameters
   --adamw foreach|fused       AdamW's multi-tensor (foreach) or fused implementation
+
+--optim came trains with upguard.optim.CAME (docs/optim.md) instead of AdamW.
   --compile model|method      torch.compile(model), or model.compile() (torch.nn.Module.compile)
   --module-hooks              a global forward hook on every module (register_module_forward_hook)
 
@@ -121,6 +123,8 @@ def main() -> None:
     parser.add_argument("--autocast", choices=("none", "bf16"), default="none")
     parser.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32")
     parser.add_argument("--adamw", choices=("default", "foreach", "fused"), default="default")
+    parser.add_argument("--optim", choices=("adamw", "came"), default="adamw",
+                        help="came: upguard.optim.CAME (float32 master weights with --dtype bf16)")
     parser.add_argument("--compile", choices=("none", "model", "method"), default="none")
     parser.add_argument("--module-hooks", action="store_true")
     parser.add_argument("--noisy-sum", action="store_true",
@@ -143,7 +147,17 @@ def main() -> None:
     if args.dtype == "bf16":
         model = model.to(torch.bfloat16)
     adamw = {"default": {}, "foreach": {"foreach": True}, "fused": {"fused": True}}[args.adamw]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.1, **adamw)
+    if args.optim == "came":  # upguard.optim.CAME: the fused C++ step (docs/optim.md)
+        try:
+            from upguard.optim import CAME
+        except ImportError as error:
+            raise SystemExit(f"--optim came needs the upguard package ({error}): run under "
+                             "`upguard record`, or with PYTHONPATH=build/release/python")
+
+        optimizer = CAME(model.parameters(), lr=args.lr, weight_decay=0.01,
+                         master_weights=args.dtype == "bf16")
+    else:
+        optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.1, **adamw)
     if args.module_hooks:
         torch.nn.modules.module.register_module_forward_hook(lambda module, inputs, output: None)
     forward = model
@@ -165,8 +179,8 @@ def main() -> None:
         if planted and "backward-scale" in plants:
             model.blocks[1].attn.grad_scale = 1.0 + 2.0 ** -20
         if planted and "adamw-eps" in plants:
-            for group in optimizer.param_groups:
-                group["eps"] = 1e-7
+            for group in optimizer.param_groups:  # CAME's eps1 (added to g^2) instead
+                group["eps"] = (1e-7, group["eps"][1]) if args.optim == "came" else 1e-7
         if planted and "lr-warmup" in plants:
             for group in optimizer.param_groups:
                 group["lr"] = args.lr * min(1.0, (step - args.plant_step + 1) / 4)
