@@ -79,4 +79,11 @@ constexpr int64_t kElementsPerBlock = 16384;
 
 Status CameStep(const CameHyper& hyper, const CameTensor& tensor, const ParallelFor& parallel);
 
+// The kernel's builds: the compiler's default target, and AVX2 + FMA (chosen by CameStep where
+// the CPU has both). They give the same bits; the tests run each.
+enum class Build : uint8_t { kGeneric = 0, kAvx2 = 1 };
+bool HasAvx2Build();  // built, and this CPU runs it
+Status CameStepWith(Build build, const CameHyper& hyper, const CameTensor& tensor,
+                    const ParallelFor& parallel);
+
 }  // namespace upguard::optim

@@ -206,9 +206,24 @@ TEST_P(CameShapes, BitwiseTheSameWhateverRunsTheBlocks) {
   EXPECT_EQ(serial.big_c, scrambled.big_c);
 }
 
-// Matrices of one row or column, several blocks (300x700: 13 blocks of 24 rows, 11 column
-// chunks), a batch of
-// matrices, vectors of one and of several blocks, a scalar.
+TEST_P(CameShapes, BothBuildsGiveTheSameBits) {
+  if (!HasAvx2Build()) GTEST_SKIP() << "no AVX2 build or CPU here";
+  Param generic(GetParam()), avx2(GetParam());
+  for (uint32_t step = 1; step <= 3; ++step) {
+    generic.NewGrad(step), avx2.NewGrad(step);
+    ASSERT_TRUE(CameStepWith(Build::kGeneric, Hyper(), generic.Tensor(), SerialFor()).ok());
+    ASSERT_TRUE(CameStepWith(Build::kAvx2, Hyper(), avx2.Tensor(), Scrambled()).ok());
+  }
+  const size_t bytes = generic.p.size() * sizeof(float);
+  EXPECT_EQ(std::memcmp(generic.p.data(), avx2.p.data(), bytes), 0);
+  EXPECT_EQ(std::memcmp(generic.m.data(), avx2.m.data(), bytes), 0);
+  EXPECT_EQ(generic.r, avx2.r);
+  EXPECT_EQ(generic.big_c, avx2.big_c);
+  EXPECT_EQ(generic.v, avx2.v);
+}
+
+// Matrices of one row or column, several blocks (300x700: 13 blocks of 24 rows, 3 column
+// chunks), a batch of matrices, vectors of one and of several blocks, a scalar.
 INSTANTIATE_TEST_SUITE_P(Shapes, CameShapes,
                          ::testing::Values(std::vector<int64_t>{5, 7}, std::vector<int64_t>{1, 9},
                                            std::vector<int64_t>{9, 1},

@@ -1,3 +1,4 @@
+#define UPGUARD_OPTIM_ISA tested  // this test's own copy (torch_order_sum.h)
 #include "optim/torch_order_sum.h"
 
 #include <gtest/gtest.h>
@@ -6,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-namespace upguard::optim {
+namespace upguard::optim::tested {
 namespace {
 
 // Inputs whose sums depend on the order they are added in.
@@ -49,9 +50,20 @@ TEST(TorchOrderSum, ColumnSumsAsTorchTakesThem) {
       {300, 4, 0, 0x40876894},   {300, 4, 2, 0x4071d71a},    {300, 4, 3, 0x40100562}};
   for (const Case& c : cases) {
     const std::vector<float> values = Values(c.rows * c.cols);
-    ColumnSum sum(c.rows, c.cols, c.column);
-    for (int64_t row = 0; row < c.rows; ++row) sum.Add(values[size_t(row * c.cols + c.column)]);
-    EXPECT_EQ(Bits(sum.Total()), c.bits) << c.rows << "x" << c.cols << " column " << c.column;
+    // The column alone, and within all of its side of the kernel's column groups: one result.
+    const int64_t split = FirstInterleavedColumn(c.cols);
+    const int64_t first = c.column < split ? 0 : split, last = c.column < split ? split : c.cols;
+    ColumnSums alone(c.rows, c.cols, c.column, c.column + 1), all(c.rows, c.cols, first, last);
+    for (int64_t row = 0; row < c.rows; ++row) {
+      alone.AddRow(&values[size_t(row * c.cols + c.column)]);
+      all.AddRow(&values[size_t(row * c.cols + first)]);
+    }
+    float one = 0;
+    std::vector<float> many(size_t(last - first));
+    alone.Totals(&one);
+    all.Totals(many.data());
+    EXPECT_EQ(Bits(one), c.bits) << c.rows << "x" << c.cols << " column " << c.column;
+    EXPECT_EQ(Bits(many[size_t(c.column - first)]), c.bits) << c.rows << "x" << c.cols;
   }
 }
 
@@ -73,4 +85,4 @@ TEST(TorchOrderSum, NotTheSequentialSum) {
 }
 
 }  // namespace
-}  // namespace upguard::optim
+}  // namespace upguard::optim::tested

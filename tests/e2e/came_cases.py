@@ -142,7 +142,7 @@ def bf16() -> dict:
 
 def threads(count: int) -> dict:
     """Tensors large enough that the step's blocks run on several threads (300x700: 13 row
-    blocks, 11 column chunks), gradients from a seeded generator: a digest of the bits."""
+    blocks, 3 column chunks), gradients from a seeded generator: a digest of the bits."""
     torch.set_num_threads(count)
     generator = torch.Generator().manual_seed(3)
     params = [torch.nn.Parameter(torch.randn(shape, generator=generator))
