@@ -200,10 +200,19 @@ def machines_section(build: Path, quick: bool) -> str:
             run([str(build / "tools" / "upguard_machines_scale")]))
 
 
+def came_section(build: Path, quick: bool) -> str:
+    env = dict(os.environ, PYTHONPATH=str(build / "python"))
+    return ("## CAME optimizer (upguard.optim.CAME)\n\n`bench/came_bench.py`: optimizer state "
+            "against torch.optim.AdamW, and the step of the fused C++ kernel against the same "
+            "algorithm written with torch ops and against AdamW (the optimizers taking turns "
+            "on the same gradients).\n\n" +
+            run([PYTHON, "bench/came_bench.py"] + (["--quick"] if quick else []), env=env))
+
+
 SECTIONS = {"training": training_section, "fingerprint": fingerprint_section,
             "zoom": zoom_section,
             "torches": torches_section, "watch": watch_section,
-            "machines": machines_section,
+            "machines": machines_section, "came": came_section,
             "digest": lambda build, quick: digest_section(build),
             "diff": lambda build, quick: diff_section(build), "multirank": multirank_section}
 
