@@ -240,27 +240,53 @@ TEST(Came, BlocksAreCutByShapeAlone) {
   EXPECT_EQ(RowsPerBlock(8, 4), 8);  // a small matrix is one block
 }
 
-// A bfloat16 parameter with a float32 master copy steps as the float32 parameter does; the
-// parameter is the master rounded to nearest.
-TEST(Came, MasterCopyStepsAsFloat32) {
+// A bfloat16 or float16 parameter with a float32 master copy steps as the float32 parameter
+// does; the parameter is the master rounded to nearest.
+class CameMaster : public ::testing::TestWithParam<Precision> {};
+
+TEST_P(CameMaster, StepsAsFloat32) {
+  const bool bf16 = GetParam() == Precision::kBFloat16;
+  auto narrowed = [bf16](float value) {
+    return bf16 ? FloatToBFloat16(value) : FloatToFloat16(value);
+  };
   Param wide({6, 10});
   std::vector<float> master = wide.p;
   std::vector<uint16_t> narrow;
-  for (float value : master) narrow.push_back(FloatToBFloat16(value));
+  for (float value : master) narrow.push_back(narrowed(value));
   Param state({6, 10});
   for (uint32_t step = 1; step <= 5; ++step) {
     wide.NewGrad(step), state.NewGrad(step);
     ASSERT_TRUE(CameStep(Hyper(), wide.Tensor(), SerialFor()).ok());
     CameTensor t = state.Tensor();
     t.param = narrow.data();
-    t.param_precision = Precision::kBFloat16;
+    t.param_precision = GetParam();
     t.master = master.data();
     ASSERT_TRUE(CameStep(Hyper(), t, SerialFor()).ok());
   }
   for (size_t idx = 0; idx < master.size(); ++idx) {
     ASSERT_EQ(master[idx], wide.p[idx]) << idx;
-    ASSERT_EQ(narrow[idx], FloatToBFloat16(wide.p[idx])) << idx;
+    ASSERT_EQ(narrow[idx], narrowed(wide.p[idx])) << idx;
   }
+}
+
+INSTANTIATE_TEST_SUITE_P(Precisions, CameMaster,
+                         ::testing::Values(Precision::kBFloat16, Precision::kFloat16));
+
+// A float16 gradient is widened exactly: the step is the float32 gradient's.
+TEST(Came, Float16GradientIsWidened) {
+  Param wide({5, 9}), narrow_grad({5, 9});
+  wide.NewGrad(1);
+  std::vector<uint16_t> half;
+  for (float& value : wide.g) {
+    half.push_back(FloatToFloat16(value));
+    value = Float16ToFloat(half.back());  // the float32 run sees the same values
+  }
+  ASSERT_TRUE(CameStep(Hyper(), wide.Tensor(), SerialFor()).ok());
+  CameTensor t = narrow_grad.Tensor();
+  t.grad = half.data();
+  t.grad_precision = Precision::kFloat16;
+  ASSERT_TRUE(CameStep(Hyper(), t, SerialFor()).ok());
+  EXPECT_EQ(wide.p, narrow_grad.p);
 }
 
 // An update far below a bfloat16 ulp vanishes rounded to nearest; rounded stochastically the

@@ -6,6 +6,7 @@ one JSON object.
     python came_cases.py sparse              # a sparse gradient: the error
     python came_cases.py bf16                # small updates: nearest, master, stochastic
     python came_cases.py threads THREADS     # a digest of the parameters and state after 5 steps
+    python came_cases.py layouts             # a channels-last weight steps as a contiguous one
 """
 
 from __future__ import annotations
@@ -161,11 +162,26 @@ def threads(count: int) -> dict:
     return {"threads": torch.get_num_threads(), "digest": digest.hexdigest()}
 
 
+def layouts() -> dict:
+    generator = torch.Generator().manual_seed(4)
+    weight = torch.randn(8, 3, 5, 5, generator=generator)
+    grads = [torch.randn(weight.shape, generator=generator) for _ in range(3)]
+    params = [torch.nn.Parameter(weight.clone()),
+              torch.nn.Parameter(weight.clone().to(memory_format=torch.channels_last))]
+    for param in params:
+        optimizer = CAME([param], lr=1e-2)
+        for grad in grads:
+            param.grad = grad.clone()
+            optimizer.step()
+    return {"channels_last": params[1].is_contiguous(memory_format=torch.channels_last),
+            "same": torch.equal(params[0], params[1])}
+
+
 if __name__ == "__main__":
     case = sys.argv[1]
     if case == "reference":
         result = reference(int(sys.argv[2]))
     else:
         result = threads(int(sys.argv[2])) if case == "threads" else \
-            {"roundtrip": roundtrip, "sparse": sparse, "bf16": bf16}[case]()
+            {"roundtrip": roundtrip, "sparse": sparse, "bf16": bf16, "layouts": layouts}[case]()
     print(json.dumps(result))

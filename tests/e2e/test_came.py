@@ -56,6 +56,10 @@ def test_state_dict_round_trip_continues_bitwise():
                                          "exp_avg_sq_col", "exp_avg_sq_row", "step"]
 
 
+def test_channels_last_weight_steps_as_a_contiguous_one():
+    assert case("layouts") == {"channels_last": True, "same": True}
+
+
 def test_sparse_gradient_is_a_clear_error():
     assert case("sparse")["error"].startswith("CAME does not support sparse gradients")
 
