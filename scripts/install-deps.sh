@@ -8,6 +8,7 @@ packages=(
   python3 python3-dev python3-torch libtorch-dev pybind11-dev python3-pybind11
   python3-numpy python3-pytest python3-torchvision
   prometheus  # tests/e2e/test_machines_sources.py starts its own Prometheus (and promtool)
+  chromium    # tests/e2e/test_html_report.py opens the HTML reports headless
 )
 
 missing=()

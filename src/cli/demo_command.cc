@@ -5,6 +5,7 @@
 
 #include "analysis/conclude.h"
 #include "cli/command.h"
+#include "cli/diff_html_writer.h"
 #include "cli/explain_runner.h"
 #include "cli/flags.h"
 #include "cli/paths.h"
@@ -73,6 +74,11 @@ StatusOr<int> RunDemoCommand(int argc, char** argv) {
   options.explain = ReRunExplainer();
   RETURN_IF_ERROR(ExplainConclusion(a, b, options, &conclusion));
   if (conclusion.explained) std::printf("%s", RenderExplainText(*conclusion.explained).c_str());
+  const std::string page = out + "/report.html";
+  ASSIGN_OR_RETURN(nlohmann::json model, DiffPageModel(conclusion, a, b));
+  RETURN_IF_ERROR(WriteDiffHtml(model, page));
+  std::printf("\nthe report as a page (open it in a browser; it works offline): %s\n",
+              page.c_str());
   const DiffResult& result = conclusion.result;
   const double total =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -5,6 +5,7 @@
 #include "analysis/conclude.h"
 #include "analysis/tolerant_compare.h"
 #include "cli/command.h"
+#include "cli/diff_html_writer.h"
 #include "cli/explain_runner.h"
 #include "cli/flags.h"
 #include "cli/zoom_runner.h"
@@ -13,7 +14,8 @@
 namespace upguard {
 
 const char kDiffUsage[] =
-    R"(usage: upguard diff RUN_A RUN_B [--json] [--allow-damaged] [--explain] [--zoom]
+    R"(usage: upguard diff RUN_A RUN_B [--json [--spread]] [--html FILE] [--allow-damaged]
+                    [--explain] [--zoom]
                     [--tolerance SPEC] [--tolerance-policy FILE] [--allow-nondeterministic GLOBS]
 
 Compares two run directories written by `upguard record` and names the first operator where
@@ -31,6 +33,12 @@ identities unique to both sides. Ops left over are the structural differences.
 
 options:
   --json            print the result as JSON (schema upguard.diff/1, see docs/cli.md)
+  --spread          with --json: add each rank's "spread" (every op of the first divergent
+                    step with the size of its difference, and each step compared)
+  --html FILE       also write the report as one self-contained page (no network needed):
+                    the verdict, how the divergence spread through its step and the steps
+                    before it, the module tree, the elements (--explain), setup checks,
+                    structural differences and the ranks; drawn from the --json model
   --allow-damaged   compare the readable part of a damaged or truncated trace
   --explain         re-run both recorded commands up to the first divergent op, capture its
                     tensors (RUN/explain/captures/) and compare them element by element: how
@@ -62,12 +70,15 @@ exit codes: 0 identical (within tolerance), 1 diverged, 2 error.
 
 examples:
   upguard diff runs/a runs/b
+  upguard diff runs/a runs/b --html report.html
   upguard diff runs/fp_a runs/fp_b --zoom
   upguard diff runs/a runs/b --tolerance rel:1e-5 --allow-nondeterministic 'aten::index_add_*'
 )";
 
 StatusOr<int> RunDiffCommand(int argc, char** argv) {
   Flags flags("diff", {{"json", 0, false},
+                       {"spread", 0, false},
+                       {"html", 0, true},
                        {"allow-damaged", 0, false},
                        {"explain", 0, false},
                        {"zoom", 0, false},
@@ -79,7 +90,10 @@ StatusOr<int> RunDiffCommand(int argc, char** argv) {
   if (flags.positionals().size() != 2) {
     return InvalidArgument("expects two run directories: upguard diff RUN_A RUN_B");
   }
-  for (const char* option : {"tolerance", "tolerance-policy", "allow-nondeterministic"}) {
+  if (flags.Has("spread") && !flags.Has("json")) {
+    return InvalidArgument("--spread adds to the JSON report: use it with --json");
+  }
+  for (const char* option : {"tolerance", "tolerance-policy", "allow-nondeterministic", "html"}) {
     if (flags.Has(option) && flags.Get(option).empty()) {
       return InvalidArgument("--" + std::string(option) +
                              " needs a value; see upguard diff --help");
@@ -120,6 +134,18 @@ StatusOr<int> RunDiffCommand(int argc, char** argv) {
     }
   }
   ASSIGN_OR_RETURN(Conclusion conclusion, ConcludeDiff(a, b, options));
+  if (flags.Has("html") || flags.Has("spread")) {
+    ASSIGN_OR_RETURN(nlohmann::json model, DiffPageModel(conclusion, a, b));
+    if (flags.Has("zoom")) model["zoom"] = zoom ? ZoomJson(*zoom) : nlohmann::json();
+    if (flags.Has("html")) {
+      RETURN_IF_ERROR(WriteDiffHtml(model, flags.Get("html")));
+      std::fprintf(stderr, "upguard diff: wrote %s\n", flags.Get("html").c_str());
+    }
+    if (flags.Has("spread")) {
+      std::printf("%s\n", model.dump(2).c_str());
+      return conclusion.result.verdict == Verdict::kIdentical ? kExitOk : kExitDiverged;
+    }
+  }
   if (flags.Has("json")) {
     nlohmann::json json = ConclusionToJson(conclusion, a, b);
     if (flags.Has("zoom")) json["zoom"] = zoom ? ZoomJson(*zoom) : nlohmann::json();

@@ -3,42 +3,18 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <vector>
+
+#include "base/html.h"
 
 namespace upguard::machines {
 namespace {
 
 constexpr double kWidth = 760, kHeight = 200, kLeft = 70, kRight = 10, kTop = 10, kBottom = 30;
 
-std::string Escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
+using html::Escape;
 
-std::string Number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.4g", value);
-  return text;
-}
+std::string Number(double value) { return html::Number(value); }
 
 // Per point of [from, to): the peers' 10th, 50th and 90th percentiles (NaN without peers).
 struct Band {
@@ -149,51 +125,41 @@ std::string Chart(const Grid& grid, const Detection& found, size_t metric, size_
 
 std::string RenderDetectionsHtml(const Grid& grid, const DetectResult& result,
                                  const ReportContext& context) {
-  std::string html =
-      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-      "<title>upguard machines</title>\n<style>body{font:14px sans-serif;margin:2em;"
-      "max-width:60em}svg{display:block;margin:.3em 0 1.2em}svg text{font:11px sans-serif;"
-      "fill:#333}h2{font-size:1.1em;margin-top:2em}.key span{margin-right:1.5em}</style>\n"
-      "</head><body>\n<h1>upguard machines</h1>\n";
-  html += "<p>" + std::to_string(grid.machines.size()) + " machines, " +
+  std::string body = "<h1>upguard machines</h1>\n";
+  body += "<p>" + std::to_string(grid.machines.size()) + " machines, " +
           std::to_string(grid.metrics.size()) + " metrics, " + std::to_string(grid.length) +
           " points of " + Number(grid.step) + " s; method: " + Escape(context.method) +
           ", windows of " + std::to_string(context.window) + " points, continuity " +
           std::to_string(context.continuity) + ".</p>\n";
   if (result.detections.empty()) {
-    html += "<p class=\"verdict\">No machine parts from its peers.</p>\n</body></html>\n";
-    return html;
+    body += "<p class=\"verdict\">No machine parts from its peers.</p>\n";
+    return html::Page("upguard machines", body);
   }
-  html +=
+  body +=
       "<p class=\"key\"><span style=\"color:#c62828\">&#9632; the machine</span>"
       "<span style=\"color:#4a5a70\">&#9632; its peers' median</span>"
       "<span style=\"color:#9fb0c6\">&#9632; its peers' 10&ndash;90%</span>"
       "<span style=\"color:#e8a0a0\">&#9632; the detection (dashed: the alert)</span></p>\n";
   for (const Detection& found : result.detections) {
     const std::string& machine = grid.machines[found.machine];
-    html += "<section class=\"detection\" data-machine=\"" + Escape(machine) + "\">\n<h2>" +
+    body += "<section class=\"detection\" data-machine=\"" + Escape(machine) + "\">\n<h2>" +
             Escape(machine) + " parts from its " + std::to_string(grid.machines.size() - 1) +
             " peers from " + Escape(FormatTime(grid.TimeAt(found.first_point), grid.time_form)) +
             " to " + Escape(FormatTime(grid.TimeAt(found.last_point), grid.time_form)) +
             " (alert at " + Escape(FormatTime(grid.TimeAt(found.alert_point), grid.time_form)) +
             ", z " + Number(found.score) + ")</h2>\n";
     for (size_t metric : found.metrics) {
-      html += "<h3>" + Escape(grid.metrics[metric]) + "</h3>\n" +
+      body += "<h3>" + Escape(grid.metrics[metric]) + "</h3>\n" +
               Chart(grid, found, metric, context.window);
     }
-    html += "</section>\n";
+    body += "</section>\n";
   }
-  html += "</body></html>\n";
-  return html;
+  return html::Page("upguard machines", body);
 }
 
 Status WriteDetectionsHtml(const Grid& grid, const DetectResult& result,
                            const ReportContext& context, const std::string& path) {
-  std::ofstream out(path, std::ios::trunc);
-  if (!out) return IoError(path + ": cannot write the HTML report (is the directory there?)");
-  out << RenderDetectionsHtml(grid, result, context);
-  if (!out) return IoError(path + ": writing the HTML report failed");
-  return Status::Ok();
+  return html::WriteFile(path, RenderDetectionsHtml(grid, result, context), "machines");
 }
 
 }  // namespace upguard::machines

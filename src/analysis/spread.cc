@@ -1,0 +1,154 @@
+#include "analysis/spread.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "align/align_ops.h"
+#include "diff/compare.h"
+
+namespace upguard {
+namespace {
+
+struct Measure {
+  bool differs = false, measured = false, nonfinite = false;
+  double relative = 0;
+};
+
+Measure MeasureOutputs(const OpRecord& a, const OpRecord& b) {
+  Measure out;
+  const size_t count = std::min(a.outputs.size(), b.outputs.size());
+  if (a.outputs.size() != b.outputs.size()) out.differs = true;
+  for (size_t slot = 0; slot < count; ++slot) {
+    const ArgRecord& x = a.outputs[slot];
+    const ArgRecord& y = b.outputs[slot];
+    bool compared = true;
+    if (ArgsEqual(x, y, &compared)) continue;
+    out.differs = true;
+    if (!x.has_stats || !y.has_stats) continue;
+    out.measured = true;
+    if (x.stats.nan_count != y.stats.nan_count || x.stats.pos_inf_count != y.stats.pos_inf_count ||
+        x.stats.neg_inf_count != y.stats.neg_inf_count) {
+      out.nonfinite = true;
+    }
+    const double base = std::abs(x.stats.l2);
+    const double gap = std::abs(x.stats.l2 - y.stats.l2);
+    const double relative = base > 0 ? gap / base : (gap > 0 ? 1.0 : 0.0);
+    out.relative = std::max(out.relative, relative);
+  }
+  // Inputs that differ with equal outputs do not make the op's outputs differ; arguments that
+  // differ (an eps) show in the op's own outputs or not at all.
+  return out;
+}
+
+bool StepsIdentical(const StepInfo& sa, const StepInfo& sb) {
+  return sa.end && sb.end && sa.end->op_count == sb.end->op_count &&
+         sa.end->digest == sb.end->digest;
+}
+
+// The step of the first divergence the verdict is about, and run A's op index there.
+std::optional<std::pair<uint32_t, size_t>> DivergentOp(const RankDiff& diff) {
+  if (diff.latent) return std::pair{diff.latent->a.step, diff.latent->a.index};
+  if (diff.numeric) return std::pair{diff.numeric->a.step, diff.numeric->a.index};
+  if (diff.structural) return std::pair{diff.structural->step, diff.structural->index_a};
+  return std::nullopt;
+}
+
+struct StepPairOps {
+  std::shared_ptr<const StepOps> a, b;
+};
+
+StatusOr<std::optional<StepPairOps>> Decode(const RankTrace& ta, const RankTrace& tb,
+                                            uint32_t step) {
+  ASSIGN_OR_RETURN(std::optional<size_t> ia, ta.FindStep(step));
+  ASSIGN_OR_RETURN(std::optional<size_t> ib, tb.FindStep(step));
+  if (!ia || !ib) return std::optional<StepPairOps>();
+  ASSIGN_OR_RETURN(std::shared_ptr<const StepOps> sa, ta.Ops(*ia));
+  ASSIGN_OR_RETURN(std::shared_ptr<const StepOps> sb, tb.Ops(*ib));
+  return std::optional<StepPairOps>(StepPairOps{sa, sb});
+}
+
+StepAlignment Pair(OpKeyer* keyer, const RankTrace& ta, const StepOps& sa, const RankTrace& tb,
+                   const StepOps& sb, const AlignOptions& options) {
+  return SameOpNames(ta, sa, tb, sb, 0) ? StepAlignment::Positional(0, sa.ops.size())
+                                        : StepAlignment::Align(keyer, sa, sb, 0, options);
+}
+
+}  // namespace
+
+StatusOr<RankSpread> ComputeSpread(const Run& a, const Run& b, const RankDiff& diff,
+                                   const AlignOptions& options) {
+  RankSpread spread;
+  spread.rank = diff.rank;
+  if (diff.rank < 0 || size_t(diff.rank) >= a.ranks.size() || size_t(diff.rank) >= b.ranks.size()) {
+    return spread;
+  }
+  const RankTrace& ta = a.ranks[size_t(diff.rank)];
+  const RankTrace& tb = b.ranks[size_t(diff.rank)];
+  const std::optional<std::pair<uint32_t, size_t>> divergent = DivergentOp(diff);
+  OpKeyer keyer(ta, tb);
+  // Every step compared: identical by digest, else where it first differs.
+  if (diff.first_step && diff.last_step) {
+    for (uint32_t step = *diff.first_step; step <= *diff.last_step; ++step) {
+      ASSIGN_OR_RETURN(std::optional<size_t> ia, ta.FindStep(step));
+      ASSIGN_OR_RETURN(std::optional<size_t> ib, tb.FindStep(step));
+      if (!ia || !ib) continue;
+      SpreadStep row;
+      row.step = step;
+      row.ops = ta.steps()[*ia].op_count;
+      row.identical = StepsIdentical(ta.steps()[*ia], tb.steps()[*ib]);
+      if (!row.identical &&
+          IsFingerprintStep(ta.steps()[*ia].end) == IsFingerprintStep(tb.steps()[*ib].end)) {
+        ASSIGN_OR_RETURN(std::optional<StepPairOps> decoded, Decode(ta, tb, step));
+        if (decoded) {
+          const StepOps& sa = *decoded->a;
+          const StepOps& sb = *decoded->b;
+          const StepAlignment pairs = Pair(&keyer, ta, sa, tb, sb, options);
+          for (size_t pair_idx = 0; pair_idx < pairs.pair_count(); ++pair_idx) {
+            const KeyMatch match = pairs.pair(pair_idx);
+            if (sa.ops[match.a].phase == Phase::kInput) continue;
+            if (!SameArgs(sa.ops[match.a], sb.ops[match.b])) {
+              row.first_differing = match.a;
+              break;
+            }
+          }
+        }
+      }
+      spread.steps.push_back(row);
+    }
+  }
+  if (!divergent) return spread;
+  ASSIGN_OR_RETURN(std::optional<StepPairOps> ops, Decode(ta, tb, divergent->first));
+  if (!ops) return spread;
+  spread.found = true;
+  spread.step = divergent->first;
+  spread.divergent_index = divergent->second;
+  const StepOps& sa = *ops->a;
+  const StepOps& sb = *ops->b;
+  const StepAlignment pairs = Pair(&keyer, ta, sa, tb, sb, options);
+  spread.ops.reserve(sa.ops.size());
+  for (size_t index = 0; index < sa.ops.size(); ++index) {
+    const OpRecord& op = sa.ops[index];
+    SpreadOp row;
+    row.index = index;
+    row.op = ta.Str(op.op);
+    row.module = ta.Str(op.module);
+    row.phase = std::string(PhaseName(op.phase));
+    row.depth = op.depth;
+    const std::optional<size_t> partner = pairs.Partner(0, index);
+    row.paired = partner.has_value();
+    if (partner) {
+      const Measure measure = MeasureOutputs(op, sb.ops[*partner]);
+      row.differs = measure.differs;
+      row.measured = measure.measured;
+      row.relative = measure.relative;
+      row.nonfinite = measure.nonfinite;
+    }
+    spread.ops.push_back(std::move(row));
+  }
+  for (size_t index = 0; index < sb.ops.size(); ++index) {
+    if (!pairs.Partner(1, index)) ++spread.only_b;
+  }
+  return spread;
+}
+
+}  // namespace upguard
