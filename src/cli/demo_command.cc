@@ -12,6 +12,7 @@
 #include "cli/record_runner.h"
 #include "report/conclusion_report.h"
 #include "report/explain_report.h"
+#include "report/term_color.h"
 
 namespace upguard {
 
@@ -68,7 +69,9 @@ StatusOr<int> RunDemoCommand(int argc, char** argv) {
   ASSIGN_OR_RETURN(Run b, LoadRun(out + "/candidate", LoadOptions{}));
   ConcludeOptions options;
   ASSIGN_OR_RETURN(Conclusion conclusion, ConcludeDiff(a, b, options));
-  std::printf("\n%s", RenderConclusionText(conclusion, a, b).c_str());
+  std::string text = RenderConclusionText(conclusion, a, b);
+  if (ColorWanted(stdout)) text = ColorizeDiffText(text);
+  std::printf("\n%s", text.c_str());
   // How the culprit's values differ: both runs re-run up to it, its tensors captured. The
   // report above is printed first: the re-runs take a while.
   options.explain = ReRunExplainer();

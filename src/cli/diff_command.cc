@@ -8,8 +8,10 @@
 #include "cli/diff_html_writer.h"
 #include "cli/explain_runner.h"
 #include "cli/flags.h"
+#include "cli/progress_line.h"
 #include "cli/zoom_runner.h"
 #include "report/conclusion_report.h"
+#include "report/term_color.h"
 
 namespace upguard {
 
@@ -133,7 +135,10 @@ StatusOr<int> RunDiffCommand(int argc, char** argv) {
           "nothing to re-record\n\n");
     }
   }
+  ProgressLine progress("upguard diff");
+  options.diff.progress = progress.Callback();
   ASSIGN_OR_RETURN(Conclusion conclusion, ConcludeDiff(a, b, options));
+  progress.Done();
   if (flags.Has("html") || flags.Has("spread")) {
     ASSIGN_OR_RETURN(nlohmann::json model, DiffPageModel(conclusion, a, b));
     if (flags.Has("zoom")) model["zoom"] = zoom ? ZoomJson(*zoom) : nlohmann::json();
@@ -152,7 +157,9 @@ StatusOr<int> RunDiffCommand(int argc, char** argv) {
     std::printf("%s\n", json.dump(2).c_str());
   } else {
     if (zoom) std::printf("%s", ZoomText(*zoom).c_str());
-    std::printf("%s", RenderConclusionText(conclusion, a, b).c_str());
+    std::string text = RenderConclusionText(conclusion, a, b);
+    if (ColorWanted(stdout)) text = ColorizeDiffText(text);
+    std::printf("%s", text.c_str());
   }
   return conclusion.result.verdict == Verdict::kIdentical ? kExitOk : kExitDiverged;
 }

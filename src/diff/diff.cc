@@ -313,6 +313,7 @@ StatusOr<RankDiff> DiffRank(const RankTrace& ta, const RankTrace& tb, const Diff
     if (!diff.first_step) diff.first_step = sa.step;
     diff.last_step = sa.step;
     ++diff.steps_compared;
+    if (options.progress) options.progress(ta.rank, sa.step, sa.op_count);
     if (StepsIdentical(sa, sb)) {
       ++diff.steps_identical;
       continue;

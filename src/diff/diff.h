@@ -36,6 +36,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -263,6 +264,10 @@ struct DiffOptions {
   // 20 MiB of each of its two traces mapped and decodes the steps it walks (measured: 26 MiB
   // per rank in flight, docs/architecture.md "Scale").
   int jobs = 0;
+  // Called after each step compared (skipped as identical or walked), from the thread diffing
+  // that rank: the rank, the step and its op count in run A. For a progress line; must be
+  // thread-safe with jobs > 1.
+  std::function<void(int rank, uint32_t step, uint64_t ops)> progress;
 };
 
 struct DiffResult {
