@@ -139,11 +139,20 @@ std::string Plot::Svg(std::string_view aria_label) const {
   out += "<rect class=\"frame\" x=\"" + x0 + "\" y=\"" + y0 + "\" width=\"" +
          Number(width_ - left_ - right_) + "\" height=\"" + Number(height_ - top_ - bottom_) +
          "\" fill=\"none\" stroke=\"#d8dde6\"/>\n";
-  for (double tick : Ticks(y_)) {
-    const std::string y = Number(Y(tick), 6);
-    out += "<line class=\"grid\" x1=\"" + x0 + "\" x2=\"" + x1 + "\" y1=\"" + y + "\" y2=\"" + y +
-           "\" stroke=\"#eef1f5\"/>\n<text x=\"" + Number(left_ - 6) + "\" y=\"" +
-           Number(Y(tick) + 4, 6) + "\" text-anchor=\"end\">" + Number(tick, 3) + "</text>\n";
+  if (y_labels_.empty()) {
+    for (double tick : Ticks(y_)) {
+      const std::string y = Number(Y(tick), 6);
+      out += "<line class=\"grid\" x1=\"" + x0 + "\" x2=\"" + x1 + "\" y1=\"" + y + "\" y2=\"" + y +
+             "\" stroke=\"#eef1f5\"/>\n<text x=\"" + Number(left_ - 6) + "\" y=\"" +
+             Number(Y(tick) + 4, 6) + "\" text-anchor=\"end\">" + Number(tick, 3) + "</text>\n";
+    }
+  }
+  for (size_t idx = 0; idx < y_labels_.size(); ++idx) {
+    const std::string cls = idx < y_label_classes_.size() ? y_label_classes_[idx] : "";
+    out += "<text" + (cls.empty() ? "" : Attr("class", cls)) +
+           (cls.empty() ? "" : Attr("style", "fill:#c62828;font-weight:600")) + " x=\"" +
+           Number(left_ - 6) + "\" y=\"" + Number(Y(y_labels_[idx].first) + 4, 6) +
+           "\" text-anchor=\"end\">" + Escape(y_labels_[idx].second) + "</text>\n";
   }
   std::vector<std::pair<double, std::string>> x_ticks = x_labels_;
   if (x_ticks.empty()) {

@@ -1,5 +1,5 @@
 // A small SVG plot for the HTML reports: a frame with linear or log axes, points, lines,
-// bands, markers and labels, drawn in the order they are added. Every mark carries a class
+// bands, cells, markers and labels, drawn in the order they are added. Every mark carries a class
 // (and data attributes where given), so a test can count and read them.
 //
 //   svg::Plot plot(760, 220, {0, 1500, false, "op index"}, {1e-9, 1, true, "rel. difference"});
@@ -50,6 +50,13 @@ class Plot {
   void XLabels(std::vector<std::pair<double, std::string>> labels) {
     x_labels_ = std::move(labels);
   }
+  // Labels beside the y axis at these values instead of numeric ticks (rows: ranks), each with
+  // a class ("" for none; a class draws it red and bold: the rank a finding names).
+  void YLabels(std::vector<std::pair<double, std::string>> labels,
+               std::vector<std::string> classes = {}) {
+    y_labels_ = std::move(labels);
+    y_label_classes_ = std::move(classes);
+  }
 
   // The <svg> element with its frame, ticks and axis labels.
   std::string Svg(std::string_view aria_label) const;
@@ -61,7 +68,8 @@ class Plot {
   Axis x_, y_;
   double left_ = 64, right_ = 12, top_ = 12, bottom_ = 36;
   std::string marks_;
-  std::vector<std::pair<double, std::string>> x_labels_;
+  std::vector<std::pair<double, std::string>> x_labels_, y_labels_;
+  std::vector<std::string> y_label_classes_;
 };
 
 }  // namespace upguard::svg

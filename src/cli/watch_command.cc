@@ -12,18 +12,20 @@
 #include <filesystem>
 #include <thread>
 
+#include "base/html.h"
 #include "cli/adapter_select.h"
 #include "cli/command.h"
 #include "cli/flags.h"
 #include "cli/watch_loop.h"
 #include "watch/monitor.h"
 #include "watch/report.h"
+#include "watch/report_html.h"
 
 namespace upguard {
 
 const char kWatchUsage[] = R"(usage: upguard watch -o DIR [options] -- COMMAND...
        upguard watch --attach DIR [options]
-       upguard watch --analyze DIR [--json]
+       upguard watch --analyze DIR [--json] [--html FILE]
 
 Runs COMMAND (a training, e.g. `python3 -m torch.distributed.run ... train.py`) with every
 rank writing its collectives, last op, step and heartbeat to DIR/watch/rank<R>.ring, and
@@ -51,6 +53,8 @@ options:
   --stop-on-alert       stop the command (SIGTERM to its process group) after the first stall,
                         dead or mismatch finding
   --json                the report as JSON (schema upguard.watch/1, docs/cli.md)
+  --html FILE           also write the report as one self-contained page: each finding, and a
+                        timeline per rank of its recent collectives, the finding's in red
 
 exit codes: the command's own exit code (watch -o); --attach and --analyze: 0 no findings,
 1 findings, 2 error.
@@ -90,9 +94,20 @@ Status PrepareDir(const std::string& dir, bool overwrite) {
   return Status::Ok();
 }
 
-// Live, the findings as they were reported; post mortem, those of the one look.
-void PrintReport(const watch::Monitor& monitor, const std::string& dir, bool json) {
+// Live, the findings as they were reported; post mortem, those of the one look. With `html`,
+// the page too (a page that cannot be written is said on stderr: the report still prints).
+void PrintReport(const watch::Monitor& monitor, const std::string& dir, bool json,
+                 const std::string& html = "") {
   const auto& findings = monitor.reported();
+  if (!html.empty()) {
+    const Status written =
+        html::WriteFile(html,
+                        watch::RenderWatchHtml(watch::WatchToJson(dir, findings, monitor.ranks(),
+                                                                  monitor.last_look_ns())),
+                        "watch");
+    std::fprintf(stderr, "upguard watch: %s\n",
+                 written.ok() ? ("wrote " + html).c_str() : written.message().c_str());
+  }
   if (json) {
     std::printf(
         "%s\n",
@@ -154,7 +169,7 @@ StatusOr<int> RunAndWatch(const Flags& flags, const std::string& dir,
   ASSIGN_OR_RETURN(std::unique_ptr<watch::Monitor> monitor, watch::Monitor::Open(options));
   ASSIGN_OR_RETURN(const pid_t pid, Launch(flags.rest(), dir));
   const int wait_status = WaitWatching(pid, *monitor, flags.Has("stop-on-alert"));
-  PrintReport(*monitor, dir, flags.Has("json"));
+  PrintReport(*monitor, dir, flags.Has("json"), flags.Get("html"));
   return WIFEXITED(wait_status)     ? WEXITSTATUS(wait_status)
          : WIFSIGNALED(wait_status) ? 128 + WTERMSIG(wait_status)
                                     : 1;
@@ -177,7 +192,7 @@ StatusOr<int> Attach(const Flags& flags, const std::string& dir, watch::MonitorO
     if (monitor->AllClosed()) break;
     std::this_thread::sleep_for(kInterval);
   }
-  PrintReport(*monitor, dir, flags.Has("json"));
+  PrintReport(*monitor, dir, flags.Has("json"), flags.Get("html"));
   return monitor->reported().empty() ? kExitOk : kExitDiverged;
 }
 
@@ -192,7 +207,8 @@ StatusOr<int> RunWatchCommand(int argc, char** argv) {
                         {"stop-on-alert", 0, false},
                         {"exchange", 0, true},
                         {"host-name", 0, true},
-                        {"json", 0, false}});
+                        {"json", 0, false},
+                        {"html", 0, true}});
   RETURN_IF_ERROR(flags.Parse(argc, argv, 2));
   const int modes = int(flags.Has("out")) + int(flags.Has("attach")) + int(flags.Has("analyze"));
   if (modes != 1) {
@@ -231,7 +247,7 @@ StatusOr<int> RunWatchCommand(int argc, char** argv) {
     options.post_mortem = true;
     ASSIGN_OR_RETURN(std::unique_ptr<watch::Monitor> monitor, watch::Monitor::Open(options));
     RETURN_IF_ERROR(monitor->Poll().status());
-    PrintReport(*monitor, options.dir, flags.Has("json"));
+    PrintReport(*monitor, options.dir, flags.Has("json"), flags.Get("html"));
     return monitor->reported().empty() ? kExitOk : kExitDiverged;
   }
   if (flags.Has("attach")) return Attach(flags, options.dir, options);

@@ -6,6 +6,8 @@
 namespace upguard::watch {
 namespace {
 
+constexpr size_t kRecent = 24;  // collectives of each rank in the report's `recent`
+
 const char* ProcessName(const RankLook& look) {
   if (look.ring.closed) return "ended";
   return ProcessStateName(look.process);
@@ -95,6 +97,23 @@ nlohmann::ordered_json WatchToJson(const std::string& dir, const std::vector<Ale
                                    {"count", slot->count},
                                    {"call_site", slot->call_site},
                                    {"seconds", Ago(ring, slot->issued_ns, now_ns)}});
+    }
+    // The recent collectives, oldest first: the page's timeline (report_html.h).
+    rank["recent"] = nlohmann::ordered_json::array();
+    const size_t first = ring.slots.size() > kRecent ? ring.slots.size() - kRecent : 0;
+    for (size_t idx = first; idx < ring.slots.size(); ++idx) {
+      const SlotView& slot = ring.slots[idx];
+      if (slot.state == SlotState::kEmpty || slot.issued_ns == 0) continue;
+      const bool done = slot.completed_ns != 0 && slot.state != SlotState::kIssued &&
+                        slot.state != SlotState::kStarted;
+      rank["recent"].push_back(
+          {{"op", slot.op},
+           {"group", GroupName(ring, slot)},
+           {"seq", slot.seq},
+           {"issued", Ago(ring, slot.issued_ns, now_ns)},
+           {"completed", done ? nlohmann::ordered_json(Ago(ring, slot.completed_ns, now_ns))
+                              : nlohmann::ordered_json(nullptr)},
+           {"call_site", slot.call_site}});
     }
     out["ranks"].push_back(rank);
   }

@@ -24,7 +24,8 @@ def torchrun(*args: str) -> list:
 
 def test_hang_named_and_stopped_with_its_python_line(tmp_path):
     run = tmp_path / "hang"
-    result = upguard("watch", "-o", run, "--stop-on-alert", "--",
+    page = run / "report.html"
+    result = upguard("watch", "-o", run, "--stop-on-alert", "--html", page, "--",
                      *torchrun("--steps", "30", "--plant", "hang", "--plant-step", "3"),
                      timeout=180)
     # The command was stopped by the watch: its exit code is torchrun's after SIGTERM.
@@ -40,6 +41,12 @@ def test_hang_named_and_stopped_with_its_python_line(tmp_path):
     assert "upguard watch: STALL rank 1 (python): rank 0 waits" in result.stderr
     assert "upguard watch: 2 ranks, 1 finding" in result.stdout
     assert "  STALL rank 1 (python)" in result.stdout
+    # The page: the finding, rank 0's stalled collective in red, rank 1 named as never issuing it.
+    html = page.read_text()
+    assert 'data-trigger="stall"' in html and sleep_line in html
+    assert html.count('<rect class="collective in-flight stalled"') == 1
+    seq = alerts[0]["collective"].split(", seq ")[1].split(" ")[0]
+    assert f"rank 1</span> never issued collective {seq} of group" in html
 
 
 def test_healthy_run_reports_nothing_and_analyze_agrees(tmp_path):
