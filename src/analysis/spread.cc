@@ -67,6 +67,65 @@ StatusOr<std::optional<StepPairOps>> Decode(const RankTrace& ta, const RankTrace
   return std::optional<StepPairOps>(StepPairOps{sa, sb});
 }
 
+// The step's loss: a fingerprint step's upguard::loss (its first input's mean), else the last
+// one-value output of a forward op that reduced a larger tensor, before the step's first
+// backward op (a heuristic: the loss of a usual step; a metric computed after it would be taken).
+std::optional<double> Loss(const RankTrace& trace, const StepOps& step) {
+  for (const OpRecord& op : step.ops) {
+    if (trace.Str(op.op) != "upguard::loss") continue;
+    for (const ArgRecord& arg : op.inputs) {
+      if (arg.has_stats) return arg.stats.mean;
+    }
+  }
+  auto numel = [](const ArgRecord& arg) {
+    int64_t count = 1;
+    for (int64_t size : arg.shape) count *= size;
+    return count;
+  };
+  std::optional<double> loss;
+  for (const OpRecord& op : step.ops) {
+    if (op.phase == Phase::kBackward) break;
+    if (op.phase != Phase::kForward) continue;
+    // A reduction to one value (a loss), not a scalar made from a scalar (the ones_like that
+    // seeds backward).
+    const bool reduces = std::any_of(op.inputs.begin(), op.inputs.end(), [&](const ArgRecord& in) {
+      return in.kind == ArgKind::kTensor && numel(in) > 1;
+    });
+    for (const ArgRecord& out : op.outputs) {
+      if (reduces && out.kind == ArgKind::kTensor && out.has_stats && numel(out) == 1 &&
+          out.stats.finite_count == 1) {
+        loss = out.stats.mean;
+      }
+    }
+  }
+  return loss;
+}
+
+// The largest relative L2 difference over the model's tensors at the step's end.
+std::optional<double> StateDifference(const RankTrace& ta, const StepOps& sa, const RankTrace& tb,
+                                      const StepOps& sb) {
+  auto find = [](const RankTrace& trace, const StepOps& step) -> const OpRecord* {
+    for (auto op = step.ops.rbegin(); op != step.ops.rend(); ++op) {
+      const std::string& name = trace.Str(op->op);
+      if (name == kStateOp || name == "upguard::grads") return &*op;
+    }
+    return nullptr;
+  };
+  const OpRecord* a = find(ta, sa);
+  const OpRecord* b = find(tb, sb);
+  if (a == nullptr || b == nullptr || a->inputs.size() != b->inputs.size()) return std::nullopt;
+  double largest = 0;
+  for (size_t slot = 0; slot < a->inputs.size(); ++slot) {
+    const ArgRecord& x = a->inputs[slot];
+    const ArgRecord& y = b->inputs[slot];
+    bool compared = true;
+    if (ArgsEqual(x, y, &compared) || !x.has_stats || !y.has_stats) continue;
+    const double base = std::abs(x.stats.l2);
+    largest = std::max(largest, base > 0 ? std::abs(x.stats.l2 - y.stats.l2) / base : 1.0);
+  }
+  return largest;
+}
+
 StepAlignment Pair(OpKeyer* keyer, const RankTrace& ta, const StepOps& sa, const RankTrace& tb,
                    const StepOps& sb, const AlignOptions& options) {
   return SameOpNames(ta, sa, tb, sb, 0) ? StepAlignment::Positional(0, sa.ops.size())
@@ -86,22 +145,29 @@ StatusOr<RankSpread> ComputeSpread(const Run& a, const Run& b, const RankDiff& d
   const RankTrace& tb = b.ranks[size_t(diff.rank)];
   const std::optional<std::pair<uint32_t, size_t>> divergent = DivergentOp(diff);
   OpKeyer keyer(ta, tb);
-  // Every step compared: identical by digest, else where it first differs.
-  if (diff.first_step && diff.last_step) {
-    for (uint32_t step = *diff.first_step; step <= *diff.last_step; ++step) {
-      ASSIGN_OR_RETURN(std::optional<size_t> ia, ta.FindStep(step));
-      ASSIGN_OR_RETURN(std::optional<size_t> ib, tb.FindStep(step));
-      if (!ia || !ib) continue;
+  // Every common step from the first compared: identical by digest, else where it first
+  // differs, with its loss and model-state difference.
+  if (diff.first_step) {
+    RETURN_IF_ERROR(ta.IndexAll());
+    for (size_t ia = 0; ia < ta.steps().size() && spread.steps.size() < kSpreadSteps; ++ia) {
+      const StepInfo info_a = ta.steps()[ia];
+      if (info_a.step < *diff.first_step) continue;
+      ASSIGN_OR_RETURN(std::optional<size_t> ib, tb.FindStep(info_a.step));
+      if (!ib) continue;
+      const StepInfo info_b = tb.steps()[*ib];
+      if (IsFingerprintStep(info_a.end) != IsFingerprintStep(info_b.end)) continue;
       SpreadStep row;
-      row.step = step;
-      row.ops = ta.steps()[*ia].op_count;
-      row.identical = StepsIdentical(ta.steps()[*ia], tb.steps()[*ib]);
-      if (!row.identical &&
-          IsFingerprintStep(ta.steps()[*ia].end) == IsFingerprintStep(tb.steps()[*ib].end)) {
-        ASSIGN_OR_RETURN(std::optional<StepPairOps> decoded, Decode(ta, tb, step));
-        if (decoded) {
-          const StepOps& sa = *decoded->a;
-          const StepOps& sb = *decoded->b;
+      row.step = info_a.step;
+      row.ops = info_a.op_count;
+      row.identical = StepsIdentical(info_a, info_b);
+      ASSIGN_OR_RETURN(std::optional<StepPairOps> decoded, Decode(ta, tb, info_a.step));
+      if (decoded) {
+        const StepOps& sa = *decoded->a;
+        const StepOps& sb = *decoded->b;
+        row.loss_a = Loss(ta, sa);
+        row.loss_b = Loss(tb, sb);
+        row.state_relative = StateDifference(ta, sa, tb, sb);
+        if (!row.identical) {
           const StepAlignment pairs = Pair(&keyer, ta, sa, tb, sb, options);
           for (size_t pair_idx = 0; pair_idx < pairs.pair_count(); ++pair_idx) {
             const KeyMatch match = pairs.pair(pair_idx);

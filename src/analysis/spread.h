@@ -41,6 +41,12 @@ struct SpreadStep {
   bool identical = false;                 // equal step digests (skipped by the diff)
   std::optional<size_t> first_differing;  // run A's index of the first op that differs
   size_t ops = 0;                         // in run A
+  // The loss of each run: a fingerprint step's upguard::loss, else the last scalar a forward op
+  // of the step output (the loss in a usual training step); absent without one.
+  std::optional<double> loss_a, loss_b;
+  // The largest |L2(A) - L2(B)| / L2(A) over the model's tensors at the step's end (its
+  // upguard::state, or a fingerprint's gradients); absent without them.
+  std::optional<double> state_relative;
 };
 
 struct RankSpread {
@@ -49,12 +55,15 @@ struct RankSpread {
   uint32_t step = 0;
   size_t divergent_index = 0;  // the verdict's op in run A's step
   std::vector<SpreadOp> ops;
-  size_t only_b = 0;              // ops of run B's step without counterpart
-  std::vector<SpreadStep> steps;  // the steps the diff compared, in order
+  size_t only_b = 0;  // ops of run B's step without counterpart
+  // The common steps from the first the diff compared, in order, at most kSpreadSteps: also
+  // those after the divergence, to show how the difference grows.
+  std::vector<SpreadStep> steps;
 };
 
-// The spread of `diff`'s rank (a result of DiffRuns on `a` and `b`). Steps after the divergent
-// step are not listed (the diff did not compare them).
+inline constexpr size_t kSpreadSteps = 512;
+
+// The spread of `diff`'s rank (a result of DiffRuns on `a` and `b`).
 StatusOr<RankSpread> ComputeSpread(const Run& a, const Run& b, const RankDiff& diff,
                                    const AlignOptions& options);
 

@@ -180,17 +180,62 @@ std::string SpreadPlot(const json& spread) {
   return out;
 }
 
+// A relative difference |b - a| / |a| (1 when a is 0 and b is not).
+double Relative(double a, double b) {
+  if (a == b) return 0;
+  return a != 0 ? std::abs(b - a) / std::abs(a) : 1.0;
+}
+
+// Across the steps: the loss's and the model state's relative difference per step (log scale,
+// identical steps on the floor), then a table: the first op that differs and the losses.
 std::string StepsPlot(const json& spread) {
   const json& steps = spread["steps"];
   if (!steps.is_array() || steps.empty()) return "";
-  std::string out =
-      "<table class=\"steps\"><tr><th>step</th><th>ops</th><th>first op that "
-      "differs</th></tr>\n";
+  const double first = steps.front().value("step", 0.0), last = steps.back().value("step", 0.0);
+  double top = 1e-6;
   for (const json& step : steps) {
-    const bool identical = step.value("identical", false);
+    if (Has(step, "state_relative")) top = std::max(top, step["state_relative"].get<double>());
+    if (Has(step, "loss_a") && Has(step, "loss_b")) {
+      top = std::max(top, Relative(step["loss_a"].get<double>(), step["loss_b"].get<double>()));
+    }
+  }
+  top = std::pow(10.0, std::ceil(std::log10(top * 2)));
+  svg::Plot plot(880, 220, {first, std::max(last, first + 1), false, "step"},
+                 {kFloor, top, true, "relative difference"});
+  std::vector<std::pair<double, double>> state;
+  for (const json& step : steps) {
+    const double at = step.value("step", 0.0);
+    if (Has(step, "state_relative")) {
+      state.push_back({at, std::max(kFloor, step["state_relative"].get<double>())});
+    }
+  }
+  plot.Line(state, "step-state", kAccent);
+  for (const json& step : steps) {
+    const double at = step.value("step", 0.0);
+    if (!step.value("identical", false)) plot.Span(at - 0.02, at + 0.02, "step-differs", "#fde2e2");
+    if (Has(step, "loss_a") && Has(step, "loss_b")) {
+      const double a = step["loss_a"].get<double>(), b = step["loss_b"].get<double>();
+      plot.Point(
+          at, std::max(kFloor, Relative(a, b)), "step-loss", kBad, 3,
+          "step " + std::to_string(int(at)) + ": loss " + Number(a, 9) + " vs " + Number(b, 9));
+    }
+  }
+  if (spread.value("found", false)) {
+    plot.Marker(spread.value("step", 0.0), "divergent-step", kBad, true, "first divergence");
+  }
+  std::string out = "<p class=\"key\"><span style=\"color:" + std::string(kBad) +
+                    "\">&#9679; the loss</span><span style=\"color:" + kAccent +
+                    "\">&#9473; the model's tensors at the step's end (largest)</span>"
+                    "<span style=\"color:#e8a0a0\">&#9632; a step that differs</span></p>\n" +
+                    plot.Svg("the difference across steps") +
+                    "<table class=\"steps\"><tr><th>step</th><th>ops</th><th>first op that "
+                    "differs</th><th>loss A</th><th>loss B</th></tr>\n";
+  constexpr size_t kRows = 40;
+  for (size_t row = 0; row < steps.size() && row < kRows; ++row) {
+    const json& step = steps[row];
     out += "<tr class=\"step\"><td class=\"num\">" + std::to_string(step.value("step", 0)) +
            "</td><td class=\"num\">" + std::to_string(step.value("ops", 0)) + "</td><td>";
-    if (identical) {
+    if (step.value("identical", false)) {
       out += "<span class=\"same\">identical (step digest)</span>";
     } else if (Has(step, "first_differing")) {
       out += "<span class=\"differs\">#" + std::to_string(step["first_differing"].get<size_t>()) +
@@ -198,9 +243,18 @@ std::string StepsPlot(const json& spread) {
     } else {
       out += "<span class=\"muted\">no op differs (the step's structure does)</span>";
     }
+    for (const char* key : {"loss_a", "loss_b"}) {
+      out += "</td><td class=\"num\">" +
+             (Has(step, key) ? Number(step[key].get<double>(), 9) : std::string("-"));
+    }
     out += "</td></tr>\n";
   }
-  return out + "</table>\n";
+  out += "</table>\n";
+  if (steps.size() > kRows) {
+    out += "<p class=\"muted\">" + std::to_string(steps.size() - kRows) +
+           " more steps in the plot.</p>\n";
+  }
+  return out;
 }
 
 // The module tree of the divergent step: per module, ops, ops that differ, where first, the

@@ -5,12 +5,16 @@ namespace upguard {
 nlohmann::json SpreadToJson(const RankSpread& spread) {
   nlohmann::json steps = nlohmann::json::array();
   for (const SpreadStep& step : spread.steps) {
-    steps.push_back(
-        {{"step", step.step},
-         {"identical", step.identical},
-         {"ops", step.ops},
-         {"first_differing",
-          step.first_differing ? nlohmann::json(*step.first_differing) : nlohmann::json(nullptr)}});
+    auto optional = [](const auto& value) {
+      return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+    };
+    steps.push_back({{"step", step.step},
+                     {"identical", step.identical},
+                     {"ops", step.ops},
+                     {"first_differing", optional(step.first_differing)},
+                     {"loss_a", optional(step.loss_a)},
+                     {"loss_b", optional(step.loss_b)},
+                     {"state_relative", optional(step.state_relative)}});
   }
   nlohmann::json out = {{"steps", std::move(steps)}, {"found", spread.found}};
   if (!spread.found) return out;
