@@ -53,7 +53,12 @@ def test_demo_page_opens_in_a_browser(tmp_path):
                                tmp_path / "demo" / "candidate", "--json", "--spread").stdout)
     spread = model["ranks"][0]["spread"]
     points = re.findall(r'<circle class="op[^"]*"', dom)
-    assert len(points) == len(spread["ops"]) == spread["steps"][-1]["ops"]
+    divergent = next(row for row in spread["steps"] if row["step"] == spread["step"])
+    assert len(points) == len(spread["ops"]) == divergent["ops"]
+    # Across the steps: one loss point per step with a loss, the steps after it included.
+    losses = [row for row in spread["steps"] if row["loss_a"] is not None]
+    assert len(re.findall(r'<circle class="step-loss"', dom)) == len(losses) >= 4
+    assert losses[0]["loss_a"] == losses[0]["loss_b"] and losses[-1]["loss_a"] != losses[-1]["loss_b"]
     assert len([p for p in points if "culprit" in p]) == 1
     assert spread["ops"][spread["divergent_index"]]["op"] == "aten::gelu"
     assert 'data-module="blocks.1.mlp.act"' in dom  # the module tree reaches the culprit
