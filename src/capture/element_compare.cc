@@ -32,6 +32,7 @@ class Accumulator {
       c_->first_a = a;
       c_->first_b = b;
     }
+    Map(flat_idx);
   }
   // Its distance in ULP (or |a - b| for integers), when it has one (>= 1).
   void Distance(uint64_t distance) {
@@ -71,6 +72,23 @@ class Accumulator {
   }
 
  private:
+  // Counts the element in its cell of the diff map (set up at the first difference: the shape
+  // is known by then).
+  void Map(int64_t flat_idx) {
+    ElementComparison::DiffMap& map = c_->diff_map;
+    if (c_->shape.size() < 2 || c_->shape.back() <= 0) return;
+    if (map.counts.empty()) {
+      map.cols = c_->shape.back();
+      map.rows = c_->numel / map.cols;
+      map.grid_rows = std::min(map.rows, kDiffMapRows);
+      map.grid_cols = std::min(map.cols, kDiffMapCols);
+      map.counts.assign(size_t(map.grid_rows * map.grid_cols), 0);
+    }
+    const int64_t row = flat_idx / map.cols, col = flat_idx % map.cols;
+    ++map.counts[size_t((row * map.grid_rows / map.rows) * map.grid_cols +
+                        col * map.grid_cols / map.cols)];
+  }
+
   ElementComparison* c_;
   int64_t first_flat_ = -1;
   int64_t buckets_[65] = {};  // bucket k: distances in (2^(k-1), 2^k]

@@ -61,7 +61,18 @@ struct ElementComparison {
   // magnitude and abs_error. ComparisonWithin decides such tolerances exactly from these. Short
   // in practice: with errors of a few ULP, about one point per binade.
   std::vector<ErrorPoint> error_frontier;
+  // Where the differing elements lie, for a tensor of 2 or more dims seen as a matrix (rows: the
+  // product of the leading dims, columns: the last dim): their count in each cell of a grid of at
+  // most kDiffMapRows x kDiffMapCols cells over it. Empty for fewer dims or no difference.
+  struct DiffMap {
+    int64_t rows = 0, cols = 0;            // the matrix
+    int64_t grid_rows = 0, grid_cols = 0;  // the grid
+    std::vector<int64_t> counts;           // grid_rows x grid_cols, row-major
+  };
+  DiffMap diff_map;
 };
+
+inline constexpr int64_t kDiffMapRows = 48, kDiffMapCols = 96;
 
 // Compares two tensors' row-major bytes. dtype or shape differing gives comparable = false and
 // why_not (not an error). InvalidArgument when a tensor's bytes do not match its dtype and shape.

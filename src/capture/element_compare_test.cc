@@ -347,3 +347,40 @@ TEST(ElementCompareTest, ViewsAndStoredBytesGiveTheSameComparison) {
 
 }  // namespace
 }  // namespace upguard
+
+namespace upguard {
+namespace {
+
+// A 100 x 200 float32 tensor differing in its top-left 10 x 10 corner and at its last element:
+// the map puts them in the grid's cells over those places (48 x 96 cells over 100 x 200).
+TEST(ElementCompareTest, DiffMapPlacesTheDifferences) {
+  std::vector<float> a(100 * 200, 1.0f), b = a;
+  for (int row = 0; row < 10; ++row) {
+    for (int col = 0; col < 10; ++col) b[size_t(row * 200 + col)] = 2.0f;
+  }
+  b.back() = 3.0f;
+  const ElementComparison c = Compare(DType::kFloat32, {100, 200}, a, b);
+  const ElementComparison::DiffMap& map = c.diff_map;
+  ASSERT_EQ(map.counts.size(), size_t(48 * 96));
+  EXPECT_EQ((map.rows * 1000 + map.cols), 100 * 1000 + 200);
+  // Element (r, c) lies in cell (r * 48 / 100, c * 96 / 200): the corner in cells 0..4 x 0..4.
+  int64_t corner = 0;
+  for (int64_t gr = 0; gr < 48; ++gr) {
+    for (int64_t gc = 0; gc < 96; ++gc) {
+      const int64_t count = map.counts[size_t(gr * 96 + gc)];
+      if (gr <= 4 && gc <= 4) {
+        corner += count;
+      } else if (!(gr == 47 && gc == 95)) {
+        EXPECT_EQ(count, 0) << gr << "," << gc;
+      }
+    }
+  }
+  EXPECT_EQ(corner, 100);
+  EXPECT_EQ(map.counts.back(), 1);  // the last element, alone in the last cell
+  EXPECT_TRUE(
+      Compare(DType::kFloat32, {6}, std::vector<float>(6, 1.0f), std::vector<float>(6, 2.0f))
+          .diff_map.counts.empty());  // 1-D: no map
+}
+
+}  // namespace
+}  // namespace upguard

@@ -70,6 +70,13 @@ nlohmann::json TensorJson(const TensorExplanation& tensor) {
     out["first_a"] = c.first_a;
     out["first_b"] = c.first_b;
   }
+  if (!c.diff_map.counts.empty()) {
+    out["diff_map"] = {{"rows", c.diff_map.rows},
+                       {"cols", c.diff_map.cols},
+                       {"grid_rows", c.diff_map.grid_rows},
+                       {"grid_cols", c.diff_map.grid_cols},
+                       {"counts", c.diff_map.counts}};
+  }
   out["summary"] = SummarizeComparison(c);
   return out;
 }
