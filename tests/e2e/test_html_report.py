@@ -25,6 +25,7 @@ pytestmark = [
 
 def chromium(tmp_path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu",
+                           "--disable-dev-shm-usage",
                            "--no-first-run", "--enable-logging=stderr", "--v=0",
                            f"--user-data-dir={tmp_path / 'chromium-profile'}", *args],
                           capture_output=True, text=True, timeout=180)
