@@ -40,11 +40,6 @@ Measure MeasureOutputs(const OpRecord& a, const OpRecord& b) {
   return out;
 }
 
-bool StepsIdentical(const StepInfo& sa, const StepInfo& sb) {
-  return sa.end && sb.end && sa.end->op_count == sb.end->op_count &&
-         sa.end->digest == sb.end->digest;
-}
-
 // The step of the first divergence the verdict is about, and run A's op index there.
 std::optional<std::pair<uint32_t, size_t>> DivergentOp(const RankDiff& diff) {
   if (diff.latent) return std::pair{diff.latent->a.step, diff.latent->a.index};

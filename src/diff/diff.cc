@@ -238,11 +238,6 @@ Verdict RankVerdict(const RankDiff& diff) {
   return diff.structural ? Verdict::kStructural : Verdict::kIdentical;
 }
 
-bool StepsIdentical(const StepInfo& sa, const StepInfo& sb) {
-  return sa.end && sb.end && sa.end->op_count == sb.end->op_count &&
-         sa.end->digest == sb.end->digest;
-}
-
 // From version 3 on, a step digest covers exactly what the comparison compares (trace.md §5.4):
 // differing digests mean some compared op differs. Version 4 (phase recompute) left the digest
 // as version 3 defines it, so 3 and 4 compare with each other.
@@ -283,6 +278,11 @@ void CutToCommonPrefix(const RankTrace& ta, bool a_last, std::shared_ptr<const S
 }
 
 }  // namespace
+
+bool StepsIdentical(const StepInfo& sa, const StepInfo& sb) {
+  return sa.end && sb.end && sa.end->op_count == sb.end->op_count &&
+         sa.end->digest == sb.end->digest;
+}
 
 StatusOr<RankDiff> DiffRank(const RankTrace& ta, const RankTrace& tb, const DiffOptions& options) {
   RankDiff diff;

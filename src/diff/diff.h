@@ -287,4 +287,7 @@ struct DiffResult {
 // allow_damaged.
 StatusOr<DiffResult> DiffRuns(const Run& a, const Run& b, const DiffOptions& options);
 
+// Two steps are identical, and skipped, when their StepEnd op counts and digests agree.
+bool StepsIdentical(const StepInfo& sa, const StepInfo& sb);
+
 }  // namespace upguard
