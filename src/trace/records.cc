@@ -7,24 +7,33 @@ StringTable::StringTable() {
   digests_.push_back(DigestBytes("", 0));
 }
 
+StringTable::StringTable(const StringTable& other)
+    : strings_(other.strings_), digests_(other.digests_) {
+  ids_.reserve(strings_.size());
+  for (size_t id = 1; id < strings_.size(); ++id) {
+    ids_.emplace(std::string_view(strings_[id]), static_cast<StringId>(id));
+  }
+}
+
+StringTable& StringTable::operator=(const StringTable& other) {
+  if (this != &other) *this = StringTable(other);
+  return *this;
+}
+
 StringId StringTable::Intern(std::string_view s, bool* added) {
-  // Reused key buffer: looking up a known string does not allocate (no heterogeneous lookup in
-  // C++17's unordered_map).
-  thread_local std::string key;
-  key.assign(s.data(), s.size());
-  if (key.empty()) {
+  if (s.empty()) {
     if (added != nullptr) *added = false;
     return kEmptyString;
   }
-  auto it = ids_.find(key);
+  auto it = ids_.find(s);  // looking up a known string copies nothing
   if (it != ids_.end()) {
     if (added != nullptr) *added = false;
     return it->second;
   }
   const StringId id = static_cast<StringId>(strings_.size());
-  strings_.push_back(key);
-  digests_.push_back(DigestBytes(key.data(), key.size()));
-  ids_.emplace(key, id);
+  const std::string& kept = strings_.emplace_back(s);
+  digests_.push_back(DigestBytes(kept.data(), kept.size()));
+  ids_.emplace(std::string_view(kept), id);
   if (added != nullptr) *added = true;
   return id;
 }
@@ -34,9 +43,7 @@ bool StringTable::Find(std::string_view s, StringId* id) const {
     *id = kEmptyString;
     return true;
   }
-  thread_local std::string key;
-  key.assign(s.data(), s.size());
-  auto it = ids_.find(key);
+  auto it = ids_.find(s);
   if (it == ids_.end()) return false;
   *id = it->second;
   return true;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -87,6 +88,13 @@ inline bool IsFingerprintStep(const std::optional<StepEndRecord>& end) {
 class StringTable {
  public:
   StringTable();
+  // The lookup keys view the strings where they are kept: a copy makes its own keys; a move
+  // keeps every string where it was.
+  StringTable(const StringTable& other);
+  StringTable& operator=(const StringTable& other);
+  StringTable(StringTable&&) = default;
+  StringTable& operator=(StringTable&&) = default;
+
   // Returns the id of `s`, adding it if new. `added` says whether it was new.
   StringId Intern(std::string_view s, bool* added = nullptr);
   // Precondition: id < size().
@@ -98,9 +106,9 @@ class StringTable {
   size_t size() const { return strings_.size(); }
 
  private:
-  std::vector<std::string> strings_;
+  std::deque<std::string> strings_;  // a deque: a string never moves once added
   std::vector<Digest128> digests_;
-  std::unordered_map<std::string, StringId> ids_;
+  std::unordered_map<std::string_view, StringId> ids_;  // views into strings_
 };
 
 }  // namespace upguard
