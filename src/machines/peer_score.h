@@ -5,8 +5,9 @@
 //   - its z-score among all machines' scores exceeds `z_threshold`, capped at 80 % of the
 //     largest z-score n machines allow ((n-1)/sqrt(n): 1.5 for 4 machines), so small clusters
 //     can flag at all;
-//   - its score is at least `ratio` times the median score of the others (a healthy cluster
-//     whose noise makes some machine the farthest by a little is not a finding);
+//   - its score is at least `ratio` times the median score of the others, each taken among
+//     the others only (a healthy cluster whose noise makes some machine the farthest by a
+//     little is not a finding; the candidate's own distance does not count for its peers);
 //   - its score is at least `min_distance` (in normalised units per sample): a fault moves a
 //     metric by a visible part of its range.
 // Mahalanobis (the baseline) replaces the mean distance by each machine's distance from the
@@ -41,7 +42,7 @@ struct PeerScore {
   int machine = -1;   // index into the rows given, -1: no candidate
   double score = 0;   // the candidate's score (its mean or RMS distance, or Mahalanobis)
   double z = 0;       // its z-score among the rows
-  double spread = 0;  // the median score of the others
+  double spread = 0;  // the median score of the others, among themselves
 };
 
 // `rows`: `n` rows of `dims` floats, [row][dim], rows with any NaN left out by the caller. Fewer
