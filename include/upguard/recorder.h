@@ -101,6 +101,9 @@ struct RecorderOptions {
   // `observer`'s (online/online_check.h opens one), required with `against`.
   std::string against;
   std::shared_ptr<OpObserver> observer;
+  // Where to keep this rank's progress record for `upguard record`'s progress line
+  // (docs/formats/record-progress.md); "" = none.
+  std::string progress_path;
 };
 
 // The pseudo-ops a fingerprint step records, in the order a step records them: the random

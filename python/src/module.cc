@@ -77,6 +77,9 @@ struct StartOptions {
   std::string against;                     // a reference run directory; "" = none
   bool continue_after_divergence = false;
   bool stop_after_steps = false;  // end the process after the last step of `steps`
+  // `upguard record`'s progress directory: rank<N>.progress is kept there
+  // (docs/formats/record-progress.md); "" = none.
+  std::string progress_dir;
 };
 
 StatusOr<AdapterOptions> ToAdapterOptions(const StartOptions& start) {
@@ -94,6 +97,10 @@ StatusOr<AdapterOptions> ToAdapterOptions(const StartOptions& start) {
   options.recorder.ops = start.ops;
   options.recorder.stats = start.stats;
   options.recorder.engine_meta_json = start.engine_meta_json;
+  if (!start.progress_dir.empty()) {
+    options.recorder.progress_path =
+        start.progress_dir + "/rank" + std::to_string(start.rank) + ".progress";
+  }
   options.skip_prefixes = start.skip_prefixes;
   options.cwd = start.cwd;
   if (!start.capture.empty()) {
@@ -144,7 +151,8 @@ void BindStartOptions(py::module_& m) {
       .def_readwrite("capture", &StartOptions::capture)
       .def_readwrite("against", &StartOptions::against)
       .def_readwrite("continue_after_divergence", &StartOptions::continue_after_divergence)
-      .def_readwrite("stop_after_steps", &StartOptions::stop_after_steps);
+      .def_readwrite("stop_after_steps", &StartOptions::stop_after_steps)
+      .def_readwrite("progress_dir", &StartOptions::progress_dir);
 }
 
 // [(name, Tensor._cdata)] per tensor, the tensors alive meanwhile.

@@ -20,6 +20,7 @@ class StartOptions:
     against: str  # a reference run directory; "": none
     continue_after_divergence: bool  # False
     stop_after_steps: bool  # False: end the process after the last step of `steps`
+    progress_dir: str  # "": where `upguard record` reads this rank's progress (rank<N>.progress)
     def __init__(self) -> None: ...
 
 def start(options: StartOptions) -> None: ...

@@ -135,6 +135,7 @@ def _start_recording() -> None:
         continue_after_divergence=os.environ.get("UPGUARD_RECORD_CONTINUE", "0") == "1",
         stop_after_steps=os.environ.get("UPGUARD_RECORD_STOP_AFTER_STEPS", "0") == "1",
         resume_from=os.environ.get("UPGUARD_RECORD_RESUME_FROM") or None,
+        progress_dir=os.environ.get("UPGUARD_RECORD_PROGRESS") or None,
     )
     atexit.register(recording.stop)
 

@@ -47,7 +47,7 @@ class Recording:
                  fingerprint: bool = False, rank: Optional[int] = None, world_size: Optional[int] = None,
                  capture: Optional[str] = None, against: Optional[str] = None,
                  continue_after_divergence: bool = False, stop_after_steps: bool = False,
-                 resume_from: Optional[str] = None) -> None:
+                 resume_from: Optional[str] = None, progress_dir: Optional[str] = None) -> None:
         self.run_dir = os.path.abspath(run_dir)
         self.steps = steps
         self.max_depth = -1 if max_depth is None else int(max_depth)
@@ -62,6 +62,8 @@ class Recording:
         # A resume point's snapshot (upguard/_resume.py) the program starts from, skipping the
         # steps before it: the re-runs of `upguard diff --zoom`.
         self.resume_from = os.path.abspath(resume_from) if resume_from else ""
+        # Where `upguard record` reads this rank's progress for its progress line.
+        self.progress_dir = progress_dir or ""
         self.rank = int(os.environ.get("RANK", "0")) if rank is None else rank
         self.world_size = int(os.environ.get("WORLD_SIZE", "1")) if world_size is None else world_size
         self._scopes = ModuleScopes(on_first_call=self._note_flags_at_start,
@@ -108,6 +110,7 @@ class Recording:
         options.against = self.against
         options.continue_after_divergence = self.continue_after_divergence
         options.stop_after_steps = self.stop_after_steps
+        options.progress_dir = self.progress_dir
         return options
 
     def stop(self) -> None:
@@ -157,7 +160,8 @@ def record(run_dir: str, **options: object) -> Recording:
     tensors and end the program with exit code 1, unless ``continue_after_divergence=True``),
     ``stop_after_steps=True`` (end the program with exit code 0 after the last step of ``steps``),
     ``resume_from="runs/a/resume/step-150.rank0.pt"`` (start from that snapshot of
-    :func:`upguard.resume_point`, skipping the steps before it).
+    :func:`upguard.resume_point`, skipping the steps before it), ``progress_dir=DIR`` (keep
+    this rank's progress record in DIR, as ``upguard record`` asks for its progress line).
     """
     return Recording(run_dir, **options)  # type: ignore[arg-type]
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,30 @@ inline std::string BracketList(const std::vector<int64_t>& values) {
     text += std::to_string(values[value_idx]);
   }
   return text + "]";
+}
+
+// "1,234,567": an integer with its thousands grouped.
+inline std::string GroupedThousands(uint64_t value) {
+  const std::string digits = std::to_string(value);
+  std::string out;
+  for (size_t idx = 0; idx < digits.size(); ++idx) {
+    if (idx > 0 && (digits.size() - idx) % 3 == 0) out += ',';
+    out += digits[idx];
+  }
+  return out;
+}
+
+// "3.7 MiB", "652 KiB", "1.2 GiB": a size for people.
+inline std::string HumanBytes(uint64_t bytes) {
+  char text[32];
+  if (bytes >= (uint64_t{1} << 30)) {
+    std::snprintf(text, sizeof(text), "%.1f GiB", double(bytes) / 1073741824.0);
+  } else if (bytes >= (uint64_t{1} << 20)) {
+    std::snprintf(text, sizeof(text), "%.1f MiB", double(bytes) / 1048576.0);
+  } else {
+    std::snprintf(text, sizeof(text), "%.1f KiB", double(bytes) / 1024.0);
+  }
+  return text;
 }
 
 }  // namespace upguard

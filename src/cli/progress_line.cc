@@ -6,21 +6,14 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/text.h"
+
 namespace upguard {
 namespace {
 
 bool Interactive() {
   const char* term = std::getenv("TERM");
   return isatty(STDERR_FILENO) == 1 && !(term != nullptr && std::strcmp(term, "dumb") == 0);
-}
-
-std::string Grouped(uint64_t value) {
-  std::string digits = std::to_string(value), out;
-  for (size_t idx = 0; idx < digits.size(); ++idx) {
-    if (idx > 0 && (digits.size() - idx) % 3 == 0) out += ',';
-    out += digits[idx];
-  }
-  return out;
 }
 
 }  // namespace
@@ -38,8 +31,9 @@ std::string ProgressLine::Format(const std::string& what, size_t ranks, uint32_t
     std::snprintf(rate, sizeof(rate), "%.0f ", per_second);
   }
   return what + ": " + std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks") + ", step " +
-         std::to_string(last_step) + ", " + Grouped(steps) + (steps == 1 ? " step" : " steps") +
-         " compared, " + Grouped(ops) + " ops (" + rate + "ops/s)";
+         std::to_string(last_step) + ", " + GroupedThousands(steps) +
+         (steps == 1 ? " step" : " steps") + " compared, " + GroupedThousands(ops) + " ops (" +
+         rate + "ops/s)";
 }
 
 void ProgressLine::Step(int rank, uint32_t step, uint64_t ops) {

@@ -61,6 +61,9 @@ options:
                      other hosts' through XDIR, as `upguard watch --exchange` does
   --host-name NAME   with --exchange: this host's summary is XDIR/NAME.json (default: the
                      hostname)
+  --no-progress      no progress line: on a terminal, the last row otherwise shows the ranks
+                     recording, their step, the steps and ops recorded and the ops per second
+                     while the command's output scrolls above it
 
 exit code: the command's own (1 after a divergence with --against); 2 if upguard could not
 run it, DIR holds a run and --overwrite was not given, or the command exited 0 having
@@ -84,7 +87,8 @@ StatusOr<int> RunRecordCommand(int argc, char** argv) {
                          {"no-compile", 0, false},
                          {"watch", 0, false},
                          {"exchange", 0, true},
-                         {"host-name", 0, true}});
+                         {"host-name", 0, true},
+                         {"no-progress", 0, false}});
   RETURN_IF_ERROR(flags.Parse(argc, argv, 2));
   if (!flags.Has("out")) return InvalidArgument("missing -o DIR (the run directory to write)");
   if (flags.rest().empty()) {
@@ -117,6 +121,7 @@ StatusOr<int> RunRecordCommand(int argc, char** argv) {
   request.ops = flags.Get("ops");
   request.stats = !flags.Has("no-stats");
   request.watch = flags.Has("watch");
+  request.progress = !flags.Has("no-progress");
   if ((flags.Has("exchange") && !request.watch) ||
       (flags.Has("host-name") && !flags.Has("exchange"))) {
     return InvalidArgument("--exchange XDIR goes with --watch, and --host-name with --exchange");

@@ -5,14 +5,16 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <memory>
 
 #include "base/file.h"
+#include "base/text.h"
 #include "cli/adapter_select.h"
 #include "cli/paths.h"
+#include "cli/record_progress.h"
 #include "cli/run_staging.h"
 #include "cli/watch_loop.h"
 
@@ -22,7 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 
 void SetChildEnvironment(const RecordRequest& request, const std::string& abs_dir,
-                         const std::string& package) {
+                         const std::string& package, const std::string& progress_dir) {
   std::string python_path = package + "/upguard/_bootstrap:" + package;
   if (const char* old = std::getenv("PYTHONPATH"); old != nullptr && old[0] != '\0') {
     python_path += std::string(":") + old;
@@ -42,6 +44,7 @@ void SetChildEnvironment(const RecordRequest& request, const std::string& abs_di
   setenv("UPGUARD_RECORD_CONTINUE", request.continue_after_divergence ? "1" : "0", 1);
   setenv("UPGUARD_RECORD_STOP_AFTER_STEPS", request.stop_after_steps ? "1" : "0", 1);
   setenv("UPGUARD_RECORD_RESUME_FROM", request.resume_from.c_str(), 1);
+  setenv("UPGUARD_RECORD_PROGRESS", progress_dir.c_str(), 1);
   if (request.watch) {
     setenv("UPGUARD_WATCH_DIR", abs_dir.c_str(), 1);
   } else {
@@ -50,16 +53,6 @@ void SetChildEnvironment(const RecordRequest& request, const std::string& abs_di
   // Set by a recording process for the processes it starts (_autostart.py): not this one's.
   unsetenv("UPGUARD_RECORDING_PID");
   for (const auto& [name, value] : request.env) setenv(name.c_str(), value.c_str(), 1);
-}
-
-std::string HumanBytes(uint64_t bytes) {
-  char text[32];
-  if (bytes >= (1u << 20)) {
-    std::snprintf(text, sizeof(text), "%.1f MiB", bytes / 1048576.0);
-  } else {
-    std::snprintf(text, sizeof(text), "%.1f KiB", bytes / 1024.0);
-  }
-  return text;
 }
 
 }  // namespace
@@ -78,6 +71,11 @@ StatusOr<RecordOutcome> RunRecorded(const RecordRequest& request) {
     child_argv.push_back(const_cast<char*>(arg.c_str()));
   child_argv.push_back(nullptr);
 
+  std::unique_ptr<RecordProgress> progress = request.progress ? RecordProgress::Begin() : nullptr;
+  const std::string progress_dir = progress ? progress->dir() : "";
+  std::function<void()> each_poll;
+  if (progress) each_poll = [&progress] { progress->Poll(); };
+
   // The child reports a failed exec through this close-on-exec pipe.
   int exec_pipe[2];
   if (pipe2(exec_pipe, O_CLOEXEC) != 0) return IoError(std::string("pipe: ") + strerror(errno));
@@ -87,7 +85,7 @@ StatusOr<RecordOutcome> RunRecorded(const RecordRequest& request) {
   if (pid < 0) return IoError(std::string("fork: ") + strerror(errno));
   if (pid == 0) {
     close(exec_pipe[0]);
-    SetChildEnvironment(request, abs_dir, package);
+    SetChildEnvironment(request, abs_dir, package, progress_dir);
     if (!request.cwd.empty() && chdir(request.cwd.c_str()) != 0) {
       int error = errno;
       (void)!write(exec_pipe[1], &error, sizeof(error));
@@ -119,18 +117,11 @@ StatusOr<RecordOutcome> RunRecorded(const RecordRequest& request) {
     watching.exchange_dir = request.watch_exchange;
     watching.host_name = request.watch_host_name;
     ASSIGN_OR_RETURN(std::unique_ptr<watch::Monitor> monitor, watch::Monitor::Open(watching));
-    wait_status = WaitWatching(pid, *monitor, /*stop_on_alert=*/false);
+    wait_status = WaitWatching(pid, *monitor, /*stop_on_alert=*/false, each_poll);
   } else {
-    // Ctrl-C reaches the whole process group: let the child handle it and report its end.
-    struct sigaction ignore = {}, old_int = {}, old_term = {};
-    ignore.sa_handler = SIG_IGN;
-    sigaction(SIGINT, &ignore, &old_int);
-    sigaction(SIGTERM, &ignore, &old_term);
-    while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
-    }
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGTERM, &old_term, nullptr);
+    wait_status = WaitForCommand(pid, each_poll);
   }
+  progress.reset();  // the terminal's row given back before anything more is said
   if (exec_failed) {
     return InvalidArgument("cannot run '" + request.command[0] + "': " + strerror(exec_error) +
                            "; give the interpreter and script, e.g. -- /usr/bin/python3 train.py");

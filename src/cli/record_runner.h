@@ -37,6 +37,9 @@ struct RecordRequest {
   // directory ("" = none), this host's under watch_host_name ("" = the hostname).
   std::string watch_exchange;
   std::string watch_host_name;
+  // On a terminal, keep its last row for a progress line while the command runs
+  // (cli/record_progress.h).
+  bool progress = false;
   bool quiet = false;       // send the command's stdout to /dev/null
   std::string stderr_path;  // "" = inherit; else the command's stderr goes to this file
                             // (opened by the child: its directory must exist)

@@ -33,7 +33,30 @@ void PrintWarnings(watch::Monitor& monitor) {
   std::fflush(stderr);
 }
 
-int WaitWatching(pid_t pid, watch::Monitor& monitor, bool stop_on_alert) {
+int WaitForCommand(pid_t pid, const std::function<void()>& each_poll) {
+  struct sigaction ignore = {}, old_int = {}, old_term = {};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGINT, &ignore, &old_int);
+  sigaction(SIGTERM, &ignore, &old_term);
+  int wait_status = 0;
+  if (!each_poll) {
+    while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
+    }
+  } else {
+    while (true) {
+      const pid_t done = waitpid(pid, &wait_status, WNOHANG);
+      if (done == pid || (done < 0 && errno != EINTR)) break;
+      each_poll();
+      std::this_thread::sleep_for(kInterval);
+    }
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  return wait_status;
+}
+
+int WaitWatching(pid_t pid, watch::Monitor& monitor, bool stop_on_alert,
+                 const std::function<void()>& each_poll) {
   // Ctrl-C reaches the command through the terminal: let it end and report its end.
   struct sigaction ignore = {}, old_int = {}, old_term = {};
   ignore.sa_handler = SIG_IGN;
@@ -52,6 +75,7 @@ int WaitWatching(pid_t pid, watch::Monitor& monitor, bool stop_on_alert) {
       }
       continue;
     }
+    if (each_poll) each_poll();
     auto fresh = monitor.Poll();
     if (!fresh.ok()) {
       std::fprintf(stderr, "upguard watch: %s\n", fresh.status().message().c_str());

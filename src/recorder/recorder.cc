@@ -16,6 +16,7 @@
 #include "digest/digest.h"
 #include "recorder/intern_cache.h"
 #include "recorder/op_observer.h"
+#include "recorder/progress_file.h"
 #include "trace/format.h"
 #include "trace/writer.h"
 #include "upguard/version.h"
@@ -82,7 +83,20 @@ class Recorder::Impl {
     trace_path_ = options_.run_dir + "/rank" + std::to_string(options_.rank) + ".ugt";
     ASSIGN_OR_RETURN(writer_, TraceWriter::Create(trace_path_, meta_.dump()));
     if (options_.rank == 0) RETURN_IF_ERROR(WriteRunMeta(/*complete=*/false));
+    progress_writer_ = ProgressWriter::Open(options_.progress_path);
+    progress_.rank = options_.rank;
+    WriteProgressLocked();
     return Status::Ok();
+  }
+
+  // Requires mu_ (or no other thread yet): the progress record as recording stands now.
+  void WriteProgressLocked() {
+    progress_.step = step_.load();
+    if (writer_) {
+      progress_.ops = writer_->ops_written();
+      progress_.trace_bytes = writer_->bytes_written();
+    }
+    progress_writer_.Write(progress_);
   }
 
   Status UpdateEngineMeta(std::string_view engine_meta_json) {
@@ -279,6 +293,7 @@ class Recorder::Impl {
     EndStepLocked();
     step_.fetch_add(1);
     ops_in_step_.store(0, std::memory_order_relaxed);
+    WriteProgressLocked();
   }
 
   void SkipTo(int64_t step) {
@@ -287,6 +302,7 @@ class Recorder::Impl {
     EndStepLocked();
     step_.store(step);
     ops_in_step_.store(0, std::memory_order_relaxed);
+    WriteProgressLocked();
   }
 
   void EndStepLocked() {
@@ -298,7 +314,8 @@ class Recorder::Impl {
     }
     Status status = writer_->EndStep(static_cast<uint32_t>(step_.load()), flags);
     if (status.ok()) status = writer_->Flush();
-    if (!status.ok()) FailLocked(status);
+    if (!status.ok()) return FailLocked(status);
+    ++(flags == kStepFingerprint ? progress_.steps_fingerprinted : progress_.steps_recorded);
   }
 
   Status Close(bool end_last_step) {
@@ -308,6 +325,8 @@ class Recorder::Impl {
     Status status = writer_->Close();
     if (!status.ok()) FailLocked(status);
     ops_total_ = writer_->ops_written();
+    progress_.closed = true;
+    WriteProgressLocked();
     writer_.reset();
     enabled_.store(false);
     if (options_.rank == 0) {
@@ -355,6 +374,8 @@ class Recorder::Impl {
   uint64_t ops_total_ = 0;                // guarded by mu_
   uint64_t collectives_dropped_ = 0;      // guarded by mu_: events after their step ended
   Status first_error_;                    // guarded by mu_
+  ProgressWriter progress_writer_;        // options_.progress_path's; guarded by mu_
+  RankProgress progress_;                 // guarded by mu_
 };
 
 Recorder::Recorder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -1,18 +1,24 @@
 """`upguard diff` on a terminal (issue 18): the verdict and DIFFERS colored, plain with NO_COLOR
-or through a pipe; a progress line on a terminal's stderr, erased before the report."""
+or through a pipe; a progress line on a terminal's stderr, erased before the report. `upguard
+record` on a terminal: its progress line on the last row while the training prints above it."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
+import struct
 import subprocess
+import termios
 
-from conftest import UPGUARD, planted
+from conftest import PYTHON, TRAIN, UPGUARD, planted
 
 
-def on_terminal(*args, env=None) -> str:
-    """stdout and stderr of `upguard ARGS` on a pseudo-terminal, as the terminal got them."""
+def on_terminal(*args, env=None, rows=24, columns=100) -> str:
+    """stdout and stderr of `upguard ARGS` on a pseudo-terminal of `rows` x `columns`, as the
+    terminal got them."""
     leader, follower = os.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
     process = subprocess.Popen([str(UPGUARD), *map(str, args)], stdout=follower, stderr=follower,
                                env={**os.environ, "TERM": "xterm", **(env or {})})
     os.close(follower)
@@ -51,3 +57,42 @@ def test_colored_on_a_terminal_plain_otherwise(runs, reference):
                            text=True, timeout=120)
     assert "\x1b" not in piped.stdout and "\x1b" not in piped.stderr
     assert piped.stdout == plain  # the same report, no progress line
+
+
+def test_record_keeps_the_last_row_for_its_progress_while_the_training_prints(runs, tmp_path):
+    progress_tmp = tmp_path / "tmp"
+    progress_tmp.mkdir()
+    text = on_terminal("record", "-o", runs / "progress", "--", PYTHON, TRAIN, "--steps", "12",
+                       env={"TMPDIR": str(progress_tmp), "NO_COLOR": ""}, rows=24, columns=120)
+    reserve = "\n\x1b7\x1b[1;23r\x1b8\x1b[1A"  # rows 1..23 scroll, row 24 is the line's
+    release = "\x1b7\x1b[r\x1b[24;1H\x1b[2K\x1b8"
+    assert text.count(reserve) == 1 and text.count(release) == 1, text[-2000:]
+    start, end = text.index(reserve), text.index(release)
+    # The training's own lines, whole, between the two: nothing drawn ran into them (a line
+    # starts after the previous one or where a draw put the cursor back).
+    for step in range(12):
+        assert re.search(rf"(\n|\x1b8)step {step}: loss \d+\.\d+\r?\n", text[start:end]), step
+    # Each draw: the cursor saved, row 24 cleared, the line in inverse video, the cursor back.
+    draws = re.findall(r"\x1b7\x1b\[24;1H\x1b\[2K\x1b\[7m(upguard record: [^\x1b]*)\x1b\[0m\x1b8",
+                       text[start:end])
+    counted = [re.fullmatch(r"upguard record: 1 rank( \(1 done\))?, step (\d+), (\d+) steps? "
+                            r"recorded, ([\d,]+) ops( \([\d,]+ ops/s\))?, [\d.]+ [KMG]iB", line)
+               for line in draws if "waiting" not in line]
+    assert counted and all(counted), draws
+    steps = [int(m.group(2)) for m in counted]
+    ops = [int(m.group(4).replace(",", "")) for m in counted]
+    assert steps == sorted(steps) and ops == sorted(ops) and steps[-1] >= 2, draws
+    assert ops[-1] >= 1000 * int(counted[-1].group(3)), draws  # the GPT's thousands of ops a step
+    assert any(m.group(5) for m in counted), draws  # a rate once two steps were seen
+    assert "upguard record: wrote " in text[end:]
+    # The ranks' records and their directory removed (torch 2 keeps its own torchinductor_*).
+    assert list(progress_tmp.glob("upguard-progress-*")) == []
+    # Asked not to, or not on a terminal: no row kept, nothing drawn.
+    quiet = on_terminal("record", "-o", runs / "progress-off", "--no-progress", "--", PYTHON,
+                        TRAIN, "--steps", "2", env={"TMPDIR": str(progress_tmp)})
+    assert "\x1b[" not in quiet and "upguard record: wrote " in quiet
+    piped = subprocess.run([str(UPGUARD), "record", "-o", runs / "progress-piped", "--", PYTHON,
+                            TRAIN, "--steps", "2"], capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "TMPDIR": str(progress_tmp)})
+    assert piped.returncode == 0 and "\x1b" not in piped.stderr + piped.stdout
+    assert list(progress_tmp.glob("upguard-progress-*")) == []

@@ -1,0 +1,49 @@
+// `upguard record`'s progress line: while the command runs, the terminal's last row shows the
+// ranks recording, the step they reached, the steps and ops recorded and the ops per second,
+// read from the progress records the ranks keep (docs/formats/record-progress.md).
+//
+//   std::unique_ptr<RecordProgress> progress = RecordProgress::Begin();  // null: no terminal
+//   setenv("UPGUARD_RECORD_PROGRESS", progress->dir().c_str(), 1);       // in the child
+//   ... every 100 ms while waiting: progress->Poll();
+//   progress.reset();  // the row given back, the records and their directory removed
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cli/bottom_row.h"
+#include "recorder/progress_file.h"
+
+namespace upguard {
+
+class RecordProgress {
+ public:
+  // Null unless stderr is a terminal to draw on and the directory could be made.
+  static std::unique_ptr<RecordProgress> Begin();
+  ~RecordProgress();
+
+  const std::string& dir() const { return dir_; }
+  // Reads the ranks' records and redraws the line (at most every 250 ms).
+  void Poll();
+
+  // The line for these ranks; `ops_per_second` < 0 = not known yet; `seconds` since the start.
+  static std::string Line(const std::vector<RankProgress>& ranks, double ops_per_second,
+                          double seconds);
+
+ private:
+  RecordProgress(std::string dir, std::unique_ptr<BottomRow> row);
+
+  std::string dir_;
+  std::unique_ptr<BottomRow> row_;
+  std::chrono::steady_clock::time_point started_, last_draw_;
+  std::string drawn_;                // the line on the row now
+  std::vector<RankProgress> ranks_;  // the last good record of each rank, by rank
+  // (when, ops of all ranks) each time the ops changed, the last 10 seconds: the rate.
+  std::deque<std::pair<std::chrono::steady_clock::time_point, uint64_t>> samples_;
+};
+
+}  // namespace upguard
