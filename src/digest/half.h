@@ -5,15 +5,18 @@
 //
 // Every float16 and bfloat16 value (subnormals included) is exactly representable in binary64,
 // so these are exact; NaN payloads are not preserved (only NaN-ness and sign matter to stats).
+// Host and device code (the CUDA digest) share them.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
+#include "digest/portable/hd.h"
+
 namespace upguard {
 
 // IEEE 754 binary16: 1 sign bit, 5 exponent bits (bias 15), 10 fraction bits.
-inline double Float16ToDouble(uint16_t bits) {
+UPGUARD_HD double Float16ToDouble(uint16_t bits) {
   const uint64_t sign = static_cast<uint64_t>(bits >> 15) << 63;
   const uint32_t exponent = (bits >> 10) & 0x1F;
   const uint64_t fraction = bits & 0x3FF;
@@ -32,7 +35,7 @@ inline double Float16ToDouble(uint16_t bits) {
 }
 
 // bfloat16 is the upper half of a binary32.
-inline double BFloat16ToDouble(uint16_t bits) {
+UPGUARD_HD double BFloat16ToDouble(uint16_t bits) {
   const uint32_t wide = static_cast<uint32_t>(bits) << 16;
   float value;
   std::memcpy(&value, &wide, sizeof(value));

@@ -98,9 +98,9 @@ StatusOr<TensorLayout> CheckShape(const char* caller, DType dtype, const int64_t
   return layout;
 }
 
-RootHasher::RootHasher(DType dtype, const int64_t* sizes, int ndim, const TensorLayout& layout) {
-  static_assert(sizeof(buffer_) >= 24 + 8 * kMaxDigestDims, "the header must fit the buffer");
-  uint8_t* out = buffer_;
+size_t WriteDigestHeader(DType dtype, const int64_t* sizes, int ndim, const TensorLayout& layout,
+                         uint8_t* out) {
+  uint8_t* const start = out;
   std::memcpy(out, kTag, 4);
   out[4] = static_cast<uint8_t>(dtype);
   out[5] = static_cast<uint8_t>(ndim);
@@ -111,7 +111,12 @@ RootHasher::RootHasher(DType dtype, const int64_t* sizes, int ndim, const Tensor
   }
   StoreU64Le(layout.byte_length, out);
   StoreU64Le(layout.chunk_count, out + 8);
-  buffered_ = static_cast<size_t>(out + 16 - buffer_);
+  return static_cast<size_t>(out + 16 - start);
+}
+
+RootHasher::RootHasher(DType dtype, const int64_t* sizes, int ndim, const TensorLayout& layout) {
+  static_assert(sizeof(buffer_) >= kMaxDigestHeaderBytes, "the header must fit the buffer");
+  buffered_ = WriteDigestHeader(dtype, sizes, ndim, layout, buffer_);
 }
 
 void RootHasher::AddLeaf(const Digest128& leaf) {

@@ -42,6 +42,13 @@ Digest128 HashChunk(const void* data, size_t size);
 // Which XXH3 HashChunk calls, for benchmark reports.
 const char* HashChunkImplementation();
 
+// Most bytes a header takes (§5.2: 24 + 8 * kMaxDigestDims).
+inline constexpr size_t kMaxDigestHeaderBytes = 24 + 8 * kMaxDigestDims;
+// Writes the header of §5.2 into `out` (room for kMaxDigestHeaderBytes) and returns its length.
+// Precondition: CheckShape accepted the arguments. (The CUDA digest hashes it with its leaves.)
+size_t WriteDigestHeader(DType dtype, const int64_t* sizes, int ndim, const TensorLayout& layout,
+                         uint8_t* out);
+
 class RootHasher {
  public:
   // Starts the message with the header. Precondition: CheckShape accepted the arguments.
