@@ -1,7 +1,8 @@
 """Run by test_model_state.py: upguard's reading of the model's tensors (upguard._state), which
 keeps its walk of the module tree while the tree stays as it was, names the same tensors in the
 same order as a walk of named_parameters() and named_buffers() at every step, while the program
-ties and unties weights, replaces a submodule and a parameter, and adds a buffer. Prints
+ties and unties weights, replaces a submodule and a parameter, adds a buffer, and reorders a
+module's children. Prints
 "STEP <label> <count>" per check; exits 1 at the first difference."""
 
 from __future__ import annotations
@@ -69,6 +70,15 @@ def check(label: str) -> None:
     print(f"STEP {label} {len(read)}", flush=True)
 
 
+def reorder(modules: Dict[str, Any], name: str) -> None:
+    """Moves child `name` last: an OrderedDict (torch 1.13) by move_to_end, which leaves its
+    dict table as it was; a dict (torch 2.x) by taking it out and putting it back."""
+    if hasattr(modules, "move_to_end"):
+        modules.move_to_end(name)
+    else:
+        modules[name] = modules.pop(name)
+
+
 def main() -> None:
     torch.manual_seed(0)
     gpt = GPT(GPTConfig(vocab_size=64, block_size=32, n_layer=2, n_head=4, n_embd=64))
@@ -83,9 +93,11 @@ def main() -> None:
         4: ("new-buffer", lambda: resnet.register_buffer("extra", torch.zeros(3))),
         5: ("untied", lambda: setattr(
             gpt.head, "weight", torch.nn.Parameter(gpt.tok_emb.weight.detach().clone()))),
+        # The same children in another order: named_parameters() follows _modules' order.
+        6: ("reordered", lambda: reorder(resnet._modules, "layer1")),
     }
     with upguard.record(tempfile.mkdtemp(), fingerprint=True):
-        for step in range(7):
+        for step in range(8):
             loss = gpt(tokens, tokens) + resnet(images).sum()
             optimizer.zero_grad()
             loss.backward()
