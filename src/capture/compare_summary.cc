@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "base/text.h"
 #include "capture/element_compare.h"
 
 namespace upguard {
@@ -15,19 +16,8 @@ std::string Format(const char* format, double value) {
   return text;
 }
 
-// 196608 -> "196,608".
-std::string Grouped(uint64_t value) {
-  const std::string digits = std::to_string(value);
-  std::string out;
-  for (size_t digit_idx = 0; digit_idx < digits.size(); ++digit_idx) {
-    if (digit_idx > 0 && (digits.size() - digit_idx) % 3 == 0) out += ',';
-    out += digits[digit_idx];
-  }
-  return out;
-}
-
 std::string Count(int64_t count, const std::string& one, const std::string& many) {
-  return Grouped(static_cast<uint64_t>(count)) + " " + (count == 1 ? one : many);
+  return GroupedThousands(static_cast<uint64_t>(count)) + " " + (count == 1 ? one : many);
 }
 
 // About two significant digits, never an exponent: "0.0061", "3.1", "67", "99" (not "1e+02"
@@ -55,7 +45,7 @@ std::string Value(DType dtype, double value) {
 }
 
 std::string BucketLabel(uint64_t max_ulp, const std::string& unit) {
-  return (max_ulp <= 2 ? "" : "<=") + Grouped(max_ulp) + unit;
+  return (max_ulp <= 2 ? "" : "<=") + GroupedThousands(max_ulp) + unit;
 }
 
 // At most kMaxGroups groups of the histogram, for one sentence: with more buckets, runs of
@@ -84,15 +74,15 @@ std::vector<BucketGroup> Grouped(const std::vector<UlpBucket>& buckets) {
 // `histogram`: with the bucket counts in parentheses.
 std::string Distances(const ElementComparison& c, int64_t measured, bool histogram) {
   const std::string unit = DTypeIsFloating(c.dtype) ? " ULP" : "";
-  const std::string some = measured == c.differing ? "" : Grouped(measured) + " ";
+  const std::string some = measured == c.differing ? "" : GroupedThousands(measured) + " ";
   if (c.max_ulp == 1) return (some.empty() ? "all " : some) + "by 1" + unit;
-  std::string out = some + "by up to " + Grouped(c.max_ulp) + unit;
+  std::string out = some + "by up to " + GroupedThousands(c.max_ulp) + unit;
   if (!histogram) return out;
   out += " (";
   for (const BucketGroup& group : Grouped(c.ulp_histogram)) {
     if (out.back() != '(') out += ", ";
     out += (group.merged && group.bucket.max_ulp <= 2 ? "<=" : "") +
-           BucketLabel(group.bucket.max_ulp, unit) + ": " + Grouped(group.bucket.count);
+           BucketLabel(group.bucket.max_ulp, unit) + ": " + GroupedThousands(group.bucket.count);
   }
   return out + ")";
 }
@@ -103,7 +93,7 @@ namespace {
 
 // The sentence's first clause: how many elements differ and by how many ULP.
 std::string DifferingClause(const ElementComparison& c, bool histogram) {
-  std::string out = Grouped(c.differing) + " of " + Count(c.numel, "element", "elements") +
+  std::string out = GroupedThousands(c.differing) + " of " + Count(c.numel, "element", "elements") +
                     " differ (" + Percent(c.differing, c.numel) + "%)";
   int64_t measured = 0;
   for (const UlpBucket& bucket : c.ulp_histogram) measured += bucket.count;
@@ -125,7 +115,7 @@ std::string SummarizeComparison(const ElementComparison& c) {
   std::string out = DifferingClause(c, /*histogram=*/true);
   if (c.nan_mismatch > 0) {
     out += ", " + Count(c.nan_mismatch, "NaN mismatch", "NaN mismatches");
-    if (c.nan_payload > 0) out += " (" + Grouped(c.nan_payload) + " only in the payload)";
+    if (c.nan_payload > 0) out += " (" + GroupedThousands(c.nan_payload) + " only in the payload)";
   }
   if (c.signed_zero > 0) {
     out += ", " + Count(c.signed_zero, "signed zero", "signed zeros") + " (+0 vs -0)";
