@@ -30,9 +30,25 @@ struct PlannedTensor {
   TensorRole role = TensorRole::kParameter;
 };
 
+// The names the walk makes for an optimizer's tensors, kept from one step to the next and
+// made again only when what they are made of changed (a step's end makes about a hundred).
+struct StateName {
+  py::object key;          // the state's key: an exact str (immutable), held; else never matched
+  std::string param_name;  // the name of the parameter it was made for
+  std::string name;        // "<key> of <param_name>"
+};
+
+struct ParamNames {
+  std::string outside;       // "<label>.param_groups[g][p]", where outside the modules
+  std::string outside_grad;  // outside + ".grad"
+  std::deque<StateName> state;
+};
+
 struct PlannedOptimizer {
   py::object optimizer;  // a weak reference
   std::string label;     // "AdamW", "SGD#1"
+  // Per group, per parameter; deques: the walk holds views of their names while it grows them.
+  std::deque<std::deque<ParamNames>> names;
 };
 
 struct Plan {
@@ -74,6 +90,18 @@ py::object Attr(PyObject* obj, PyObject* name) {
   PyObject* value = PyObject_GetAttr(obj, name);
   if (value == nullptr) throw py::error_already_set();
   return py::reinterpret_steal<py::object>(value);
+}
+
+// A module's own attribute (_parameters, _buffers, _modules): looked up as object.__getattribute__
+// does, without the detour through nn.Module's Python __getattr__ hook that PyObject_GetAttr
+// takes for every lookup on a type defining one; that hook's way, where this finds nothing.
+py::object ModuleAttr(PyObject* module, PyObject* name) {
+  if (PyObject* value = PyObject_GenericGetAttr(module, name)) {
+    return py::reinterpret_steal<py::object>(value);
+  }
+  if (!PyErr_ExceptionMatches(PyExc_AttributeError)) throw py::error_already_set();
+  PyErr_Clear();
+  return Attr(module, name);
 }
 
 // Calls fn(key, value) (borrowed) for every item of a mapping, in its iteration order.
@@ -170,7 +198,7 @@ void Load(Plan& plan, long long generation) {
   }
   for (py::handle item : planned[3]) {
     auto entry = py::reinterpret_borrow<py::tuple>(item);
-    plan.optimizers.push_back(PlannedOptimizer{entry[0], entry[1].cast<std::string>()});
+    plan.optimizers.push_back(PlannedOptimizer{entry[0], entry[1].cast<std::string>(), {}});
   }
   plan.generation = generation;
 }
@@ -185,15 +213,15 @@ bool ShapeHolds(const Plan& plan, std::vector<std::pair<py::object, py::object>>
   for (const PlannedModule& planned : plan.modules) {
     PyObject* module = Target(planned.module);
     if (module == nullptr) return false;
-    py::object parameters = Attr(module, Attrs().parameters);
-    py::object buffers = Attr(module, Attrs().buffers);
+    py::object parameters = ModuleAttr(module, Attrs().parameters);
+    py::object buffers = ModuleAttr(module, Attrs().buffers);
     if (py::len(parameters) != static_cast<size_t>(planned.parameters) ||
         py::len(buffers) != static_cast<size_t>(planned.buffers)) {
       return false;
     }
     size_t idx = 0;
     bool same = true;
-    ForEachItem(Attr(module, Attrs().modules), [&](PyObject*, PyObject* child) {
+    ForEachItem(ModuleAttr(module, Attrs().modules), [&](PyObject*, PyObject* child) {
       same = same && idx < planned.children.size() && Target(planned.children[idx]) == child;
       ++idx;
     });
@@ -203,21 +231,26 @@ bool ShapeHolds(const Plan& plan, std::vector<std::pair<py::object, py::object>>
   return true;
 }
 
+PyTypeObject* Type(const py::object& type) { return reinterpret_cast<PyTypeObject*>(type.ptr()); }
+
 // One walk: what it handed on, by tensor object (named() takes each tensor once).
 class Walk {
  public:
-  Walk(const Plan& plan, const ModelTensorSink& sink) : plan_(plan), sink_(sink) {}
+  Walk(const Plan& plan, const ModelTensorSink& sink) : plan_(plan), sink_(sink) {
+    names_.reserve(2 * plan.tensors.size());
+  }
 
   void Add(std::string_view name, TensorRole role, PyObject* tensor) {
-    const int is_tensor = PyObject_IsInstance(tensor, plan_.tensor_type.ptr());
+    const bool plain =
+        Py_TYPE(tensor) == Type(plan_.tensor_type) || Py_TYPE(tensor) == Type(plan_.parameter_type);
+    const int is_tensor = plain ? 1 : PyObject_IsInstance(tensor, plan_.tensor_type.ptr());
     if (is_tensor < 0) throw py::error_already_set();
     if (is_tensor == 0 || !names_.emplace(tensor, name).second) return;
     PyObject* read = tensor;
     py::object local;
     // A DTensor (FSDP2, tensor parallel) holds this rank's shard: that is the rank's model
     // state, and what its ops read and write. A plain tensor or parameter is not one.
-    if (Py_TYPE(tensor) != reinterpret_cast<PyTypeObject*>(plan_.tensor_type.ptr()) &&
-        Py_TYPE(tensor) != reinterpret_cast<PyTypeObject*>(plan_.parameter_type.ptr())) {
+    if (!plain) {
       local = py::getattr(tensor, "_local_tensor", py::none());
       const int is_local = PyObject_IsInstance(local.ptr(), plan_.tensor_type.ptr());
       if (is_local < 0) throw py::error_already_set();
@@ -244,46 +277,73 @@ class Walk {
     return found == names_.end() ? std::string_view() : found->second;
   }
 
-  std::string_view Keep(std::string text) { return made_.emplace_back(std::move(text)); }
-
   void Hold(py::object obj) { held_.push_back(std::move(obj)); }
 
  private:
   const Plan& plan_;
   const ModelTensorSink& sink_;
   std::unordered_map<PyObject*, std::string_view> names_;
-  std::deque<std::string> made_;  // names made this walk (a deque: views stay valid)
   std::vector<py::object> held_;
 };
 
-void WalkOptimizer(const PlannedOptimizer& planned, PyObject* optimizer, Walk& walk) {
+// The name of a parameter's state under `key`: made again unless `slot` (the state at this
+// position the step before) was made of the same key and parameter name.
+std::string_view StateNameOf(StateName& slot, PyObject* key, std::string_view param_name) {
+  if (slot.key.ptr() == key && slot.param_name == param_name) return slot.name;
+  slot.key = PyUnicode_CheckExact(key) ? py::reinterpret_borrow<py::object>(key) : py::object();
+  slot.param_name = std::string(param_name);
+  slot.name = py::str(key).cast<std::string>() + " of " + slot.param_name;
+  return slot.name;
+}
+
+void WalkOptimizer(PlannedOptimizer& planned, PyObject* optimizer, Walk& walk) {
   py::object state = Attr(optimizer, Attrs().state);
   std::unordered_map<PyObject*, PyObject*> states;  // parameter -> its state (borrowed)
-  ForEachItem(state, [&](PyObject* param, PyObject* value) { states.emplace(param, value); });
+  if (PyDict_Check(state.ptr())) {  // a defaultdict: its table's items (their order is not used)
+    states.reserve(static_cast<size_t>(PyDict_Size(state.ptr())));
+    Py_ssize_t pos = 0;
+    PyObject* param = nullptr;
+    PyObject* value = nullptr;
+    while (PyDict_Next(state.ptr(), &pos, &param, &value)) states.emplace(param, value);
+  } else {
+    ForEachItem(state, [&](PyObject* param, PyObject* value) { states.emplace(param, value); });
+  }
   size_t group_idx = 0;
   for (py::handle group : Attr(optimizer, Attrs().param_groups)) {
+    if (planned.names.size() <= group_idx) planned.names.resize(group_idx + 1);
+    std::deque<ParamNames>& group_names = planned.names[group_idx];
     size_t param_idx = 0;
     py::object params = group["params"];
     for (py::handle param : params) {
+      if (group_names.size() <= param_idx) group_names.resize(param_idx + 1);
+      ParamNames& names = group_names[param_idx];
       std::string_view param_name = walk.NameOf(param.ptr());
       if (param_name.empty()) {  // a parameter outside the recorded modules
-        param_name = walk.Keep(planned.label + ".param_groups[" + std::to_string(group_idx) + "][" +
-                               std::to_string(param_idx) + "]");
-        walk.AddParameter(param_name, walk.Keep(std::string(param_name) + ".grad"), param.ptr());
+        if (names.outside.empty()) {
+          names.outside = planned.label + ".param_groups[" + std::to_string(group_idx) + "][" +
+                          std::to_string(param_idx) + "]";
+          names.outside_grad = names.outside + ".grad";
+        }
+        param_name = names.outside;
+        walk.AddParameter(param_name, names.outside_grad, param.ptr());
       }
       auto found = states.find(param.ptr());
+      size_t state_idx = 0;
       if (found != states.end()) {
         auto param_state = py::reinterpret_borrow<py::object>(found->second);
         ForEachItem(param_state, [&](PyObject* key, PyObject* value) {
-          std::string name = py::str(key).cast<std::string>();
-          walk.Add(walk.Keep(name + " of " + std::string(param_name)), TensorRole::kOptimizerState,
-                   value);
+          if (names.state.size() <= state_idx) names.state.resize(state_idx + 1);
+          walk.Add(StateNameOf(names.state[state_idx++], key, param_name),
+                   TensorRole::kOptimizerState, value);
         });
       }
+      names.state.resize(state_idx);
       ++param_idx;
     }
+    group_names.resize(param_idx);
     ++group_idx;
   }
+  planned.names.resize(group_idx);
   walk.Hold(std::move(state));
 }
 
@@ -311,7 +371,7 @@ void WalkModelTensors(const ModelTensorSink& sink) {
       walk.Add(planned.name, planned.role, tensor);
     }
   }
-  for (const PlannedOptimizer& planned : plan.optimizers) {
+  for (PlannedOptimizer& planned : plan.optimizers) {
     if (PyObject* optimizer = Target(planned.optimizer)) WalkOptimizer(planned, optimizer, walk);
   }
 }

@@ -85,6 +85,7 @@ def main() -> None:
     resnet = torchvision.models.resnet18(num_classes=10)
     optimizer = torch.optim.AdamW(list(gpt.parameters()) + list(resnet.parameters()), lr=1e-3)
     tokens, images = torch.randint(0, 64, (4, 32)), torch.randn(2, 3, 32, 32)
+    free = torch.nn.Parameter(torch.ones(5))  # in no module; in the optimizer from step 7
     changes = {
         1: ("tied", lambda: setattr(gpt.head, "weight", gpt.tok_emb.weight)),
         2: ("new-fc", lambda: setattr(resnet, "fc", torch.nn.Linear(512, 10))),
@@ -95,10 +96,12 @@ def main() -> None:
             gpt.head, "weight", torch.nn.Parameter(gpt.tok_emb.weight.detach().clone()))),
         # The same children in another order: named_parameters() follows _modules' order.
         6: ("reordered", lambda: reorder(resnet._modules, "layer1")),
+        # A second group: its parameter is named by its place there, its state after a step.
+        7: ("new-group", lambda: optimizer.add_param_group({"params": [free]})),
     }
     with upguard.record(tempfile.mkdtemp(), fingerprint=True):
-        for step in range(8):
-            loss = gpt(tokens, tokens) + resnet(images).sum()
+        for step in range(9):
+            loss = gpt(tokens, tokens) + resnet(images).sum() + free.sum()
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()

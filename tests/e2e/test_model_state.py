@@ -126,15 +126,18 @@ def test_optimizer_ops_name_the_tensors_they_touch(tmp_path: Path) -> None:
 
 def test_the_kept_walk_of_the_modules_names_what_a_fresh_walk_names() -> None:
     """upguard._state keeps its walk of the module tree between steps (the fingerprint's cost):
-    after weights are tied and untied, a submodule and a parameter replaced, a buffer added and
-    a module's children reordered, it still reads exactly the tensors, names and order of
-    named_parameters()/named_buffers()."""
+    after weights are tied and untied, a submodule and a parameter replaced, a buffer added, a
+    module's children reordered and an optimizer's parameter group added (the walk keeps the
+    names it makes from step to step, and makes them again where they change), it still reads
+    exactly the tensors, names and order of named_parameters()/named_buffers()."""
     env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
     result = subprocess.run([PYTHON, str(REPO / "tests" / "e2e" / "state_walk.py")], env=env,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     counts = dict(line.split()[1:] for line in result.stdout.splitlines()
                   if line.startswith("STEP "))
-    assert set(counts) == {f"step{s}" for s in range(8)} | {
-        "tied", "new-fc", "new-conv1-weight", "new-buffer", "untied", "reordered"}
+    assert set(counts) == {f"step{s}" for s in range(9)} | {
+        "tied", "new-fc", "new-conv1-weight", "new-buffer", "untied", "reordered", "new-group"}
     assert int(counts["untied"]) == int(counts["step5"]) + 1  # the head's own weight again
+    assert int(counts["new-group"]) == int(counts["step7"]) + 2  # the parameter and its grad
+    assert int(counts["step8"]) == int(counts["new-group"]) + 3  # and AdamW's state of it
