@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "base/text.h"
 #include "collectives.h"
 #include "digest_cache.h"
 
@@ -73,21 +74,15 @@ TensorView ViewOf(const at::Tensor& tensor) {
 
 namespace {
 
-std::string FormatDouble(double value) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.17g", value);
-  return text;
-}
-
 // A readable, exact text of a non-tensor value; equal values give equal texts.
 std::string ScalarText(const c10::IValue& value) {
-  if (value.isDouble()) return FormatDouble(value.toDouble());
+  if (value.isDouble()) return ExactDouble(value.toDouble());
   if (value.isInt()) return std::to_string(value.toInt());
   if (value.isBool()) return value.toBool() ? "True" : "False";
   if (value.isString()) return "'" + value.toStringRef() + "'";
   if (value.isComplexDouble()) {
     c10::complex<double> z = value.toComplexDouble();
-    return "(" + FormatDouble(z.real()) + "+" + FormatDouble(z.imag()) + "j)";
+    return "(" + ExactDouble(z.real()) + "+" + ExactDouble(z.imag()) + "j)";
   }
   if (value.isIntList() || value.isDoubleList() || value.isBoolList() || value.isList()) {
     std::string text = "[";
@@ -123,14 +118,14 @@ std::string WrappedNumberText(const at::Tensor& tensor) {
   const void* data = tensor.data_ptr();
   switch (tensor.scalar_type()) {
     case c10::ScalarType::Double:
-      return FormatDouble(*static_cast<const double*>(data));
+      return ExactDouble(*static_cast<const double*>(data));
     case c10::ScalarType::Long:
       return std::to_string(*static_cast<const int64_t*>(data));
     case c10::ScalarType::Bool:
       return *static_cast<const bool*>(data) ? "True" : "False";
     case c10::ScalarType::ComplexDouble: {
       const auto* z = static_cast<const c10::complex<double>*>(data);
-      return "(" + FormatDouble(z->real()) + "+" + FormatDouble(z->imag()) + "j)";
+      return "(" + ExactDouble(z->real()) + "+" + ExactDouble(z->imag()) + "j)";
     }
     default:
       return std::string("<wrapped ") + c10::toString(tensor.scalar_type()) + ">";

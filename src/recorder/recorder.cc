@@ -181,8 +181,11 @@ class Recorder::Impl {
     for (size_t arg_idx = 0; arg_idx < args.size(); ++arg_idx) {
       (*out)[arg_idx].name = Intern(args[arg_idx].name);
       (*out)[arg_idx].label = Intern(args[arg_idx].label);
+      // A scalar's text is made per op, at a new address each time: the address cache would
+      // miss and evict a name that lives on; the table finds it by its text.
       if (args[arg_idx].kind == ArgKind::kScalar) {
-        (*out)[arg_idx].text = Intern(args[arg_idx].text);
+        (*out)[arg_idx].text =
+            args[arg_idx].text.empty() ? kEmptyString : writer_->Intern(args[arg_idx].text);
       }
     }
   }
