@@ -108,8 +108,7 @@ bool ListHasTensor(const c10::IValue& value) {
 }
 
 std::string_view Store(std::string text, ArgBatch* batch) {
-  batch->strings.push_front(std::move(text));
-  return batch->strings.front();
+  return batch->strings.emplace_back(std::move(text));
 }
 
 // Reads the value of a wrapped number straight from memory (no ATen call: we may be inside a
@@ -153,8 +152,7 @@ Arg TensorArg(const at::Tensor& tensor, std::string_view name, ArgKind wanted, A
   if (wanted != ArgKind::kTensor) return Arg::Shaped(wanted, name, view);
   Arg arg = Arg::Tensor(name, ViewOf(tensor));
   if (std::optional<TensorDigest> known = Digests().Find(tensor)) {
-    batch->known.push_front(*known);
-    arg.known = &batch->known.front();
+    arg.known = &batch->known.emplace_back(*known);
   }
   return arg;
 }
@@ -193,6 +191,14 @@ void ForEachTensor(const c10::IValue& value, const std::function<void(const at::
   } else if (value.isList()) {
     for (const c10::IValue& item : value.toListRef()) ForEachTensor(item, fn);
   }
+}
+
+ScopedBatch::ScopedBatch(int which)
+    : batch_([which]() -> ArgBatch& {
+        thread_local ArgBatch batches[2];
+        return batches[which];
+      }()) {
+  batch_.Clear();
 }
 
 void AppendTensorValues(const c10::IValue& value, std::string_view name, ArgBatch* batch) {

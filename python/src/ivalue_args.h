@@ -8,7 +8,6 @@
 #include <ATen/core/ivalue.h>
 
 #include <deque>
-#include <forward_list>
 #include <functional>
 #include <string>
 #include <vector>
@@ -24,9 +23,36 @@ namespace upguard::torch_adapter {
 struct ArgBatch {
   std::vector<Arg> args;
   std::vector<const at::Tensor*> tensors;  // per arg: the tensor behind it, or nullptr
-  std::forward_list<std::string> strings;  // names of list elements, scalar texts
-  std::forward_list<TensorDigest> known;   // cached digests the Args point to
-  std::deque<at::Tensor> owned;            // tensors made for the record (generator states)
+  // Deques: what the Args point to stays where it is while more is added.
+  std::deque<std::string> strings;  // names of list elements, scalar texts
+  std::deque<TensorDigest> known;   // cached digests the Args point to
+  std::deque<at::Tensor> owned;     // tensors made for the record (generator states)
+
+  // Empties it and keeps its memory, for the next op of the same thread.
+  void Clear() {
+    args.clear();
+    tensors.clear();
+    strings.clear();
+    known.clear();
+    owned.clear();
+  }
+};
+
+// A thread's batch for an op's entry (`which` 0) or exit (1), empty, its memory kept from the
+// thread's ops before: an op's record allocates no vectors once a thread has recorded a few.
+// A thread records one op at a time (ThreadState::busy), so one batch per side is enough.
+// Emptied again when `ScopedBatch` goes.
+class ScopedBatch {
+ public:
+  explicit ScopedBatch(int which);
+  ~ScopedBatch() { batch_.Clear(); }
+  ScopedBatch(const ScopedBatch&) = delete;
+  ScopedBatch& operator=(const ScopedBatch&) = delete;
+  ArgBatch& operator*() { return batch_; }
+  ArgBatch* operator->() { return &batch_; }
+
+ private:
+  ArgBatch& batch_;
 };
 
 // Storages whose contents are not defined yet (results of empty*, resize_), by version.

@@ -100,7 +100,8 @@ std::unique_ptr<at::ObserverContext> EnterOp(const OpCall& fn, ThreadState& ts, 
     }
   }
   if (!fn.call_site.empty()) ctx->call_site = fn.call_site;
-  ArgBatch batch;
+  ScopedBatch scoped(0);
+  ArgBatch& batch = *scoped;
   AppendInputs(info, fn.inputs, &batch);
   AppendGeneratorState(info, fn.inputs, &batch);
   // State an optimizer creates in its first step is named once it holds it.
@@ -250,7 +251,8 @@ RecordedOp ExitOp(const char* name, const OpInfo& info, const std::vector<c10::I
   auto* ctx = static_cast<OpContext*>(ctx_base);
   ts.busy = true;
   ForgetWrittenInputs(ctx->written);
-  ArgBatch batch;
+  ScopedBatch scoped(1);
+  ArgBatch& batch = *scoped;
   AppendOutputs(info, results, &batch);
   AppendWrittenInputs(ctx->written, results, &batch);
   LabelArgs(&batch);
