@@ -85,6 +85,15 @@ def fingerprint_section(build: Path, quick: bool) -> str:
             "\n".join(verdicts))
 
 
+def op_cost_section(build: Path, quick: bool) -> str:
+    env = dict(os.environ, PYTHONPATH=str(build / "python"))
+    return ("## Host time per recorded op (issue 19, part 1)\n\n`bench/op_cost.py`: blocks of "
+            "the demo GPT's steps in pairs, untraced and recorded in full (digests and "
+            "statistics), the order alternating; per pair the added time over the ops recorded; "
+            "medians.\n\n" +
+            run([PYTHON, "bench/op_cost.py"] + (["--pairs", "4"] if quick else []), env=env))
+
+
 def zoom_section(build: Path, quick: bool) -> str:
     with tempfile.NamedTemporaryFile(suffix=".json") as row_file:
         table = run([PYTHON, "bench/zoom_resume.py", "--build", str(build), "--json",
@@ -209,7 +218,8 @@ def came_section(build: Path, quick: bool) -> str:
             run([PYTHON, "bench/came_bench.py"] + (["--quick"] if quick else []), env=env))
 
 
-SECTIONS = {"training": training_section, "fingerprint": fingerprint_section,
+SECTIONS = {"training": training_section, "opcost": op_cost_section,
+            "fingerprint": fingerprint_section,
             "zoom": zoom_section,
             "torches": torches_section, "watch": watch_section,
             "machines": machines_section, "came": came_section,
