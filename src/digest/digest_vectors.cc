@@ -1,20 +1,14 @@
 #include "digest/digest_vectors.h"
 
-#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <string>
 
+#include "base/text.h"
 #include "digest/dtype.h"
 
 namespace upguard {
 namespace {
-
-std::string FormatDouble(double value) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.17g", value);
-  return text;
-}
 
 std::string FormatShape(const std::vector<int64_t>& shape) {
   if (shape.empty()) return "scalar";
@@ -103,9 +97,9 @@ std::string FormatDigestVector(const DigestVector& vector) {
   return line + " finite=" + std::to_string(stats.finite_count) +
          " nan=" + std::to_string(stats.nan_count) +
          " pinf=" + std::to_string(stats.pos_inf_count) +
-         " ninf=" + std::to_string(stats.neg_inf_count) + " min=" + FormatDouble(stats.min) +
-         " max=" + FormatDouble(stats.max) + " mean=" + FormatDouble(stats.mean) +
-         " l2=" + FormatDouble(stats.l2);
+         " ninf=" + std::to_string(stats.neg_inf_count) + " min=" + ExactDouble(stats.min) +
+         " max=" + ExactDouble(stats.max) + " mean=" + ExactDouble(stats.mean) +
+         " l2=" + ExactDouble(stats.l2);
 }
 
 StatusOr<DigestVector> ParseDigestVector(std::string_view line) {

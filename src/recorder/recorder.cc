@@ -184,8 +184,7 @@ class Recorder::Impl {
       // A scalar's text is made per op, at a new address each time: the address cache would
       // miss and evict a name that lives on; the table finds it by its text.
       if (args[arg_idx].kind == ArgKind::kScalar) {
-        (*out)[arg_idx].text =
-            args[arg_idx].text.empty() ? kEmptyString : writer_->Intern(args[arg_idx].text);
+        (*out)[arg_idx].text = writer_->Intern(args[arg_idx].text);  // "" is kEmptyString
       }
     }
   }
