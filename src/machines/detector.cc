@@ -33,6 +33,9 @@ double LeastDeparture(double lo, double hi, double min_distance) {
 struct Prepared {
   std::vector<const Denoiser*> denoisers;
   std::vector<double> least_departure;  // per denoised metric, normalised units (LeastDeparture)
+  // Per metric, LeastMeaningfulDeparture in normalised units (0: none), taken unclamped: the
+  // encoder's clamp would hold a 600 MB/s disk fill a few ranges from a healthy 8 KB/s.
+  std::vector<double> least_meaningful;
   std::vector<float> values;
   size_t machines = 0;
   size_t length = 0;
@@ -53,6 +56,7 @@ Prepared Prepare(const Grid& grid, const std::vector<MetricRange>& ranges,
     const double lo = d ? d->lo : ranges[metric].lo;
     const double hi = d ? d->hi : ranges[metric].hi;
     out.least_departure.push_back(d ? LeastDeparture(lo, hi, min_distance) : 0.0);
+    out.least_meaningful.push_back(LeastMeaningfulDeparture(grid.metrics[metric]) / (hi - lo));
     for (size_t machine = 0; machine < out.machines; ++machine) {
       const double* series = grid.Series(metric, machine);
       float* to = out.values.data() + (metric * out.machines + machine) * out.length;
@@ -165,6 +169,13 @@ std::optional<WindowFlag> FlagWindow(const Prepared& data, const DetectOptions& 
                      denoiser != nullptr, &scratch->squares);
     const double least = denoiser ? data.least_departure[metric] : options.rule.min_distance;
     if (!IsFlag(departures, window, least, options.rule.ratio)) continue;
+    const double meaningful = data.least_meaningful[metric];
+    if (meaningful > 0 &&
+        DeparturesOf(scratch->windows.data(), n, window, static_cast<size_t>(score.machine),
+                     /*clamped=*/false, &scratch->squares)
+                .RestRms(window) < meaningful) {
+      continue;
+    }
     const WindowFlag flag{end, scratch->owners[static_cast<size_t>(score.machine)], metric,
                           score.z};
     if (options.priority_learned) return flag;
@@ -214,6 +225,10 @@ void Absorb(const WindowFlag& flag, Detection* detection) {
 }
 
 }  // namespace
+
+double LeastMeaningfulDeparture(const std::string& metric) {
+  return metric.find("_bytes_per_second") != std::string::npos ? kLeastBytesPerSecond : 0.0;
+}
 
 std::vector<MetricRange> RangesOf(const Grid& grid) {
   std::vector<MetricRange> ranges(grid.metrics.size());

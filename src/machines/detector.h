@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "machines/grid.h"
@@ -35,6 +36,14 @@ struct MetricRange {
 // metric 1 wide, so it never flags. Empty `values`: [0, 1]. Reorders `values`.
 inline constexpr double kRangeFloor = 0.2;
 MetricRange RangeOfValues(std::vector<double>& values);
+
+// The least departure from its peers, in the metric's own units, that can be a machine's fault
+// whatever the metric's range: a byte rate (a name with `_bytes_per_second`, labels after it
+// allowed) 1 MiB/s, else 0. A machine whose disk barely writes, 4-12 KB a second in whole pages,
+// wrote 1-2 pages a second more than its peers for 8 s: 5 % of that level, a flag (measured,
+// CI); a fault moves a byte rate by megabytes (disk_fill 600 MB/s against 4 KB/s).
+inline constexpr double kLeastBytesPerSecond = 1 << 20;
+double LeastMeaningfulDeparture(const std::string& metric);
 
 // Per metric of `grid`: RangeOfValues of its finite values over every machine and point.
 std::vector<MetricRange> RangesOf(const Grid& grid);

@@ -203,6 +203,34 @@ TEST(DetectorTest, WhatTheDenoiserCallsFarMustBeFarEnoughRaw) {
   }
 }
 
+TEST(DetectorTest, AByteRateMustDepartByAMegabyteASecond) {
+  // Healthy disks write 8 KB/s in whole pages; node-2 writing two pages a second more is a
+  // logger, not a fault, by the raw distance or by a denoiser fit on 4-12 KB/s; 50 MB/s more is
+  // a fault by either, though the encoder's clamp holds it a few ranges out.
+  MachineModel model;
+  model.metrics["disk_write_bytes_per_second"] = PlainDenoiser(4096, 12288, /*score_limit=*/1e-6);
+  for (const double offset : {8192.0, 50e6}) {
+    const Grid grid =
+        OneMetric("disk_write_bytes_per_second", [offset](size_t machine, size_t point) {
+          return 8192 + (machine == 2 && point >= 20 ? offset : 0.0);
+        });
+    for (const MachineModel* with : std::vector<const MachineModel*>{nullptr, &model}) {
+      DetectOptions options;
+      options.model = with;
+      const DetectResult result = Detect(grid, RangesOf(grid), options);
+      if (offset < kLeastBytesPerSecond) {
+        EXPECT_TRUE(result.flags.empty()) << "offset " << offset << " model " << (with != nullptr);
+      } else {
+        ASSERT_EQ(result.detections.size(), 1u) << "model " << (with != nullptr);
+        EXPECT_EQ(result.detections[0].machine, 2u);
+        EXPECT_EQ(result.detections[0].first_point, 21u);  // the window with a second point out
+      }
+    }
+  }
+  EXPECT_EQ(LeastMeaningfulDeparture("network_receive_bytes_per_second.eth0"), 1 << 20);
+  EXPECT_EQ(LeastMeaningfulDeparture("network_receive_packets_per_second.eth0"), 0.0);
+}
+
 TEST(DetectorTest, AWholeJobStallIsNoMachinesFault) {
   // Every machine's step time grows to 20 s while the whole job hangs; node-2's reads 0.02 s
   // more (the healthy range's width) and it resumes one sample before the others. Far outside the
