@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -11,6 +12,8 @@
 #include "upguard/tensor.h"
 
 namespace upguard {
+
+class PendingDigest;  // src/digest/hash_pool.h
 
 using StringId = uint32_t;
 inline constexpr StringId kEmptyString = 0;
@@ -56,6 +59,9 @@ struct ArgRecord {
   // The tensor's name in the user's model ("fc.weight", "exp_avg_sq of fc.weight"), empty when
   // unknown. Descriptive only: never compared, never part of any digest (trace.md §5.3.2).
   StringId label = kEmptyString;
+  // Recording only, never written: kTensor digested by the recorder's hash pool, not done when
+  // DigestArgs returned; `digest` and `stats` are filled in before the record is written.
+  std::shared_ptr<const PendingDigest> pending;
 };
 
 }  // namespace upguard

@@ -48,17 +48,28 @@ struct Arg {
   // fc.weight"), empty when unknown. Descriptive only: never compared, never part of any digest
   // (trace.md §5.3.2). Set it after the factories below: `arg.label = "fc.weight";`.
   std::string_view label;
+  // kTensor: with RecorderOptions::hash_threads, a tensor of at least hash_async_bytes whose
+  // `owner` is set is digested on the recorder's hash pool while the caller goes on. `owner`
+  // keeps its memory alive until then; `memory` names that memory (a storage) for
+  // WaitBeforeWrite, which whatever writes it must call first.
+  std::shared_ptr<const void> owner;
+  const void* memory = nullptr;
+  // kTensor: a digest the pool is still making for exactly these values (an earlier op's
+  // output); like `known`, the recorder does not hash.
+  std::shared_ptr<const PendingDigest> known_pending;
 
   static Arg Tensor(std::string_view name, TensorView view) {
-    return {ArgKind::kTensor, name, view, {}, nullptr, {}};
+    return {ArgKind::kTensor, name, view, {}, nullptr, {}, nullptr, nullptr, nullptr};
   }
   static Arg Scalar(std::string_view name, std::string_view text) {
-    return {ArgKind::kScalar, name, {}, text, nullptr, {}};
+    return {ArgKind::kScalar, name, {}, text, nullptr, {}, nullptr, nullptr, nullptr};
   }
   static Arg Shaped(ArgKind kind, std::string_view name, TensorView view) {
-    return {kind, name, view, {}, nullptr, {}};
+    return {kind, name, view, {}, nullptr, {}, nullptr, nullptr, nullptr};
   }
-  static Arg None(std::string_view name) { return {ArgKind::kNone, name, {}, {}, nullptr, {}}; }
+  static Arg None(std::string_view name) {
+    return {ArgKind::kNone, name, {}, {}, nullptr, {}, nullptr, nullptr, nullptr};
+  }
 };
 
 struct OpEvent {
@@ -93,6 +104,10 @@ struct RecorderOptions {
   std::vector<std::string> ops;
   bool stats = true;
   int digest_threads = 0;  // 0 = hardware concurrency
+  // Threads that digest large tensors while the training goes on (Arg::owner); 0: every digest
+  // on the calling thread. Not with `against` (each op is compared as it ends).
+  int hash_threads = 0;
+  int64_t hash_async_bytes = 256 << 10;  // smaller tensors are digested on the calling thread
   // A JSON object with engine facts (torch version, thread counts, argv, env...), merged into
   // the rank's RunMeta record and into meta.json. Must parse as an object.
   std::string engine_meta_json = "{}";
@@ -155,7 +170,15 @@ class Recorder {
 
   // Digests `args` now (e.g. inputs at op entry). The result feeds Record().
   std::vector<ArgRecord> DigestArgs(const std::vector<Arg>& args);
+  // With hash_threads: returns when no digest of `memory` (an Arg::memory) is still being made.
+  // Whatever writes memory the recorder was given with an owner must call it first. One atomic
+  // load when nothing is pending.
+  void WaitBeforeWrite(const void* memory);
+  // Digests are being made on the hash pool (WaitBeforeWrite has work to do).
+  bool HashesPending() const;
   // Records an op whose inputs were digested earlier by DigestArgs; digests the outputs now.
+  // With hash_threads, an op whose digests are not done yet is written once they are, in the
+  // order ops were recorded (RecordedOp is known at once); MarkStep and Close wait for them.
   RecordedOp Record(const OpEvent& op, std::vector<ArgRecord> inputs);
   // Records an op whose inputs and outputs were both digested by DigestArgs.
   RecordedOp Record(const OpEvent& op, std::vector<ArgRecord> inputs,

@@ -14,6 +14,8 @@
 #include "base/file.h"
 #include "base/glob.h"
 #include "digest/digest.h"
+#include "digest/hash_pool.h"
+#include "recorder/deferred_ops.h"
 #include "recorder/intern_cache.h"
 #include "recorder/op_observer.h"
 #include "recorder/progress_file.h"
@@ -51,6 +53,10 @@ class Recorder::Impl {
         options.digest_threads > 0
             ? options.digest_threads
             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    // With `against` each op is compared as it ends, its digests known.
+    if (options.hash_threads > 0 && options.against.empty()) {
+      pool_ = std::make_unique<HashPool>(options.hash_threads, digest_options_);
+    }
   }
 
   Status Open() {
@@ -160,6 +166,14 @@ class Recorder::Impl {
         rec.stats = arg.known->stats;
         continue;
       }
+      if (arg.known_pending != nullptr) {
+        rec.pending = arg.known_pending;  // the pool's options are these: stats alike
+        continue;
+      }
+      if (Offload(arg)) {
+        rec.pending = pool_->Submit(arg.tensor, arg.owner, arg.memory);
+        continue;
+      }
       StatusOr<TensorDigest> digest = DigestTensor(arg.tensor, digest_options_);
       if (!digest.ok()) {
         Fail(digest.status());
@@ -169,6 +183,28 @@ class Recorder::Impl {
       rec.has_stats = digest->has_stats;
       rec.stats = digest->stats;
     }
+  }
+
+  // Whether `arg` goes to the hash pool: large, owned, and the pool not too far behind (beyond
+  // kMaxQueued digests the caller digests its own: the pool holds every queued tensor alive).
+  bool Offload(const Arg& arg) const {
+    static constexpr uint64_t kMaxQueued = 64;
+    if (pool_ == nullptr || arg.owner == nullptr || pool_->pending() >= kMaxQueued) return false;
+    const int64_t numel = arg.tensor.numel();
+    return numel > 0 &&
+           numel * static_cast<int64_t>(DTypeSize(arg.tensor.dtype)) >= options_.hash_async_bytes;
+  }
+
+  void WaitBeforeWrite(const void* memory) {
+    if (pool_ != nullptr) pool_->WaitFor(memory);
+  }
+  bool HashesPending() const { return pool_ != nullptr && pool_->pending() > 0; }
+
+  // Requires mu_. Writes the deferred records that are ready (every one with `all`).
+  void WriteDeferredLocked(bool all) {
+    if (deferred_.empty()) return;
+    const Status status = deferred_.WriteReady(writer_.get(), all);
+    if (!status.ok()) FailLocked(status);
   }
 
   // Requires mu_.
@@ -215,7 +251,14 @@ class Recorder::Impl {
     record.module = Intern(op.module);
     record.call_site = Intern(op.call_site);
     record.node = Intern(op.node);
-    const uint64_t seq = writer_->ops_written();  // what WriteOp assigns
+    const uint64_t seq = writer_->ops_written() + deferred_.size();  // what WriteOp assigns
+    if (!deferred_.empty() || DeferredOps::HasPending(record)) {     // never with checker_
+      deferred_.Push(std::move(record));
+      WriteDeferredLocked(/*all=*/false);
+      if (!enabled_.load()) return RecordedOp{};
+      const uint64_t index = ops_in_step_.fetch_add(1, std::memory_order_relaxed);
+      return RecordedOp{true, static_cast<uint32_t>(step_.load()), index, seq, false};
+    }
     Status status = writer_->WriteOp(record);
     if (!status.ok()) {
       FailLocked(status);
@@ -248,6 +291,7 @@ class Recorder::Impl {
       return;
     }
     info.group = Intern(event.group);
+    WriteDeferredLocked(/*all=*/true);  // its op first
     const Status status = writer_->WriteCollective(event.op.seq, info);
     if (!status.ok()) FailLocked(status);
   }
@@ -309,6 +353,8 @@ class Recorder::Impl {
 
   void EndStepLocked() {
     if (!writer_ || !enabled_.load()) return;
+    WriteDeferredLocked(/*all=*/true);
+    if (!enabled_.load()) return;
     uint64_t flags = 0;
     if (!options_.steps.Contains(step_.load())) {
       if (!options_.fingerprint) return;
@@ -324,6 +370,7 @@ class Recorder::Impl {
     std::lock_guard<std::mutex> lock(mu_);
     if (!writer_) return first_error_;
     if (end_last_step && ops_in_step_ > 0) EndStepLocked();
+    if (enabled_.load()) WriteDeferredLocked(/*all=*/true);  // a step that gets no StepEnd
     Status status = writer_->Close();
     if (!status.ok()) FailLocked(status);
     ops_total_ = writer_->ops_written();
@@ -355,7 +402,7 @@ class Recorder::Impl {
   bool enabled() const { return enabled_.load(); }
   uint64_t ops_recorded() const {
     std::lock_guard<std::mutex> lock(mu_);
-    return writer_ ? writer_->ops_written() : ops_total_;
+    return writer_ ? writer_->ops_written() + deferred_.size() : ops_total_;
   }
   const std::string& trace_path() const { return trace_path_; }
 
@@ -370,6 +417,7 @@ class Recorder::Impl {
   nlohmann::json divergence_;            // guarded by mu_; the first, once found
   std::chrono::steady_clock::time_point started_;
   InternCache intern_cache_;  // guarded by mu_
+  DeferredOps deferred_;      // guarded by mu_: ops waiting for pool_'s digests, in order
   std::atomic<bool> enabled_{true};
   std::atomic<int64_t> step_{0};
   std::atomic<uint64_t> ops_in_step_{0};  // written under mu_
@@ -378,6 +426,7 @@ class Recorder::Impl {
   Status first_error_;                    // guarded by mu_
   ProgressWriter progress_writer_;        // options_.progress_path's; guarded by mu_
   RankProgress progress_;                 // guarded by mu_
+  std::unique_ptr<HashPool> pool_;        // with options_.hash_threads
 };
 
 Recorder::Recorder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -400,6 +449,8 @@ bool Recorder::Wants(std::string_view op, uint32_t depth) const { return impl_->
 std::vector<ArgRecord> Recorder::DigestArgs(const std::vector<Arg>& args) {
   return impl_->DigestArgs(args);
 }
+void Recorder::WaitBeforeWrite(const void* memory) { impl_->WaitBeforeWrite(memory); }
+bool Recorder::HashesPending() const { return impl_->HashesPending(); }
 RecordedOp Recorder::Record(const OpEvent& op, std::vector<ArgRecord> inputs) {
   return impl_->Record(op, std::move(inputs), impl_->DigestArgs(op.outputs));
 }

@@ -1,0 +1,60 @@
+#include "recorder/deferred_ops.h"
+
+#include "digest/hash_pool.h"
+
+namespace upguard {
+namespace {
+
+bool Done(const std::vector<ArgRecord>& args) {
+  for (const ArgRecord& arg : args) {
+    if (arg.pending != nullptr && !arg.pending->done()) return false;
+  }
+  return true;
+}
+
+// Puts each pool digest into its record (waiting for it if needed).
+Status Resolve(const char* side, std::vector<ArgRecord>* args) {
+  for (size_t arg_idx = 0; arg_idx < args->size(); ++arg_idx) {
+    ArgRecord& arg = (*args)[arg_idx];
+    if (arg.pending == nullptr) continue;
+    const StatusOr<TensorDigest>& digest = arg.pending->Wait();
+    if (!digest.ok()) {
+      return Status(digest.status().code(), std::string("digest of ") + side + " " +
+                                                std::to_string(arg_idx) + ": " +
+                                                digest.status().message());
+    }
+    arg.digest = digest->digest;
+    arg.has_stats = digest->has_stats;
+    arg.stats = digest->stats;
+    arg.pending.reset();
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool DeferredOps::HasPending(const OpRecord& record) {
+  for (const std::vector<ArgRecord>* args : {&record.inputs, &record.outputs}) {
+    for (const ArgRecord& arg : *args) {
+      if (arg.pending != nullptr) return true;
+    }
+  }
+  return false;
+}
+
+Status DeferredOps::WriteReady(TraceWriter* writer, bool all) {
+  const size_t keep = ops_.size() > kMaxRecords ? kMaxRecords / 2 : kMaxRecords;
+  while (!ops_.empty()) {
+    OpRecord& front = ops_.front();
+    const bool wait = all || ops_.size() > keep;
+    if (!wait && !(Done(front.inputs) && Done(front.outputs))) break;
+    Status status = Resolve("input", &front.inputs);
+    if (status.ok()) status = Resolve("output", &front.outputs);
+    if (status.ok()) status = writer->WriteOp(front);
+    ops_.pop_front();
+    RETURN_IF_ERROR(status);
+  }
+  return Status::Ok();
+}
+
+}  // namespace upguard
