@@ -176,6 +176,11 @@ class Recorder {
   void WaitBeforeWrite(const void* memory);
   // Digests are being made on the hash pool (WaitBeforeWrite has work to do).
   bool HashesPending() const;
+  // Returns when every digest handed to the pool so far is done (before a write the caller
+  // cannot place, as a compiled graph's).
+  void WaitForHashes();
+  // An Arg of `bytes` with an owner would go to the hash pool (hash_threads, hash_async_bytes).
+  bool Offloads(int64_t bytes) const;
   // Records an op whose inputs were digested earlier by DigestArgs; digests the outputs now.
   // With hash_threads, an op whose digests are not done yet is written once they are, in the
   // order ops were recorded (RecordedOp is known at once); MarkStep and Close wait for them.

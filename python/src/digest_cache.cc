@@ -24,18 +24,26 @@ bool DigestCache::Entry::Matches(const at::Tensor& tensor) const {
          tensor.strides().equals(strides);
 }
 
-std::optional<TensorDigest> DigestCache::Find(const at::Tensor& tensor) {
+std::optional<CachedDigest> DigestCache::Find(const at::Tensor& tensor) {
   if (!Cacheable(tensor)) return std::nullopt;
   std::lock_guard<std::mutex> lock(mu_);
   auto it = by_storage_.find(tensor.storage().unsafeGetStorageImpl());
   if (it == by_storage_.end()) return std::nullopt;
-  for (const Entry& entry : it->second) {
-    if (entry.Matches(tensor)) return entry.digest;
+  for (Entry& entry : it->second) {
+    if (!entry.Matches(tensor)) continue;
+    if (entry.pending != nullptr && entry.pending->done()) {
+      const StatusOr<TensorDigest>& made = entry.pending->Wait();
+      if (!made.ok()) return std::nullopt;  // the recorder reports it with the op it was for
+      entry.digest = *made;
+      entry.pending.reset();
+    }
+    return CachedDigest{entry.digest, entry.pending};
   }
   return std::nullopt;
 }
 
-void DigestCache::Put(const at::Tensor& tensor, const TensorDigest& digest) {
+void DigestCache::Put(const at::Tensor& tensor, const TensorDigest& digest,
+                      std::shared_ptr<const PendingDigest> pending) {
   if (!Cacheable(tensor)) return;
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<Entry>& entries = by_storage_[tensor.storage().unsafeGetStorageImpl()];
@@ -53,6 +61,7 @@ void DigestCache::Put(const at::Tensor& tensor, const TensorDigest& digest) {
   entry.sizes.assign(tensor.sizes().begin(), tensor.sizes().end());
   entry.strides.assign(tensor.strides().begin(), tensor.strides().end());
   entry.digest = digest;
+  entry.pending = std::move(pending);
   entries.push_back(std::move(entry));
   ++entries_;
 }

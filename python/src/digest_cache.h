@@ -28,13 +28,22 @@
 #include <vector>
 
 #include "digest/digest.h"
+#include "digest/hash_pool.h"
 
 namespace upguard::torch_adapter {
 
+// A digest the cache holds: known, or still being made by the recorder's hash pool (`pending`
+// set; `digest` then means nothing yet).
+struct CachedDigest {
+  TensorDigest digest;
+  std::shared_ptr<const PendingDigest> pending;
+};
+
 class DigestCache {
  public:
-  std::optional<TensorDigest> Find(const at::Tensor& tensor);
-  void Put(const at::Tensor& tensor, const TensorDigest& digest);
+  std::optional<CachedDigest> Find(const at::Tensor& tensor);
+  void Put(const at::Tensor& tensor, const TensorDigest& digest,
+           std::shared_ptr<const PendingDigest> pending = nullptr);
   // An op wrote `tensor`'s storage: forget every entry on it.
   void Invalidate(const at::Tensor& tensor);
   // Drops entries whose storage was freed; clears all beyond a size bound.
@@ -53,6 +62,7 @@ class DigestCache {
     std::vector<int64_t> sizes;
     std::vector<int64_t> strides;
     TensorDigest digest;
+    std::shared_ptr<const PendingDigest> pending;  // until the pool's digest is taken in
 
     bool Matches(const at::Tensor& tensor) const;
   };

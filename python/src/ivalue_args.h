@@ -25,7 +25,7 @@ struct ArgBatch {
   std::vector<const at::Tensor*> tensors;  // per arg: the tensor behind it, or nullptr
   // Deques: what the Args point to stays where it is while more is added.
   std::deque<std::string> strings;  // names of list elements, scalar texts
-  std::deque<TensorDigest> known;   // cached digests the Args point to
+  std::deque<TensorDigest> known;   // cached digests the Args point to (Arg::known)
   std::deque<at::Tensor> owned;     // tensors made for the record (generator states)
 
   // Empties it and keeps its memory, for the next op of the same thread.
@@ -92,8 +92,17 @@ void AppendOutputs(const OpInfo& info, const std::vector<c10::IValue>& values, A
 // arguments ("tensors[1]").
 void AppendTensorValues(const c10::IValue& value, std::string_view name, ArgBatch* batch);
 void ForEachTensor(const c10::IValue& value, const std::function<void(const at::Tensor&)>& fn);
-// Puts the digests the recorder just computed for `batch` into the digest cache.
+// Puts the digests the recorder just computed for `batch` into the digest cache (those its
+// hash pool is still making too).
 void RememberDigests(const ArgBatch& batch, const std::vector<ArgRecord>& records);
+// Lets `recorder` digest the large tensors of `batch` it has no digest for on its hash pool:
+// each gets a reference to its storage (Arg::owner), which it names as its memory. Only for
+// tensors nothing writes before the op's exit (outputs; inputs of an op that writes none).
+void OfferToHashPool(const Recorder& recorder, ArgBatch* batch);
+// Before an op runs: waits for the hash pool's digests of every storage the op may write
+// (OpInfo::mutable_inputs; everything for an op without a schema).
+void WaitBeforeOpWrites(Recorder* recorder, const OpInfo& info,
+                        c10::ArrayRef<const c10::IValue> inputs);
 // An op wrote `tensor` (maybe behind its version counter): its cached digest is stale and its
 // contents are defined.
 void ForgetWritten(const at::Tensor& tensor);

@@ -72,9 +72,15 @@ RecordedState RecordModelState(Recorder* recorder, const std::vector<NamedTensor
   // Hash every tensor afresh; remember what the cache said, to check it.
   std::vector<std::optional<Digest128>> cached(batch.args.size());
   for (size_t idx = 0; idx < batch.args.size(); ++idx) {
-    if (batch.args[idx].known == nullptr) continue;
-    cached[idx] = batch.args[idx].known->digest;
-    batch.args[idx].known = nullptr;
+    Arg& arg = batch.args[idx];
+    if (arg.known_pending != nullptr) {  // the hash pool's, of the bytes the cache last saw
+      const StatusOr<TensorDigest>& made = arg.known_pending->Wait();
+      if (made.ok()) cached[idx] = made->digest;
+      arg.known_pending = nullptr;
+    }
+    if (arg.known == nullptr) continue;
+    cached[idx] = arg.known->digest;
+    arg.known = nullptr;
   }
   std::vector<ArgRecord> inputs = recorder->DigestArgs(batch.args);
   // A fingerprint step saw none of the writes: its cached digests are not evidence of any, and
@@ -112,7 +118,10 @@ void RecordGradients(Recorder* recorder, const std::vector<NamedTensor>& tensors
     AppendTensorValues(values.back(), named.name, &batch);
   }
   if (batch.args.empty()) return;
-  for (Arg& arg : batch.args) arg.known = nullptr;
+  for (Arg& arg : batch.args) {
+    arg.known = nullptr;
+    arg.known_pending = nullptr;
+  }
   OpEvent event;
   event.op = kGradsOp;
   event.phase = Phase::kOther;

@@ -69,6 +69,7 @@ struct StartOptions {
   int max_depth = -1;                // -1 = every depth
   std::vector<std::string> ops;      // op-name globs; empty = every op
   bool stats = true;
+  int hash_threads = 0;      // the recorder's hash pool (RecorderOptions::hash_threads)
   bool fingerprint = false;  // fingerprint the steps outside `steps` (every step without it)
   std::string engine_meta_json = "{}";
   std::vector<std::string> skip_prefixes;  // frames under these files are not user code
@@ -96,6 +97,14 @@ StatusOr<AdapterOptions> ToAdapterOptions(const StartOptions& start) {
   options.recorder.max_depth = start.max_depth;
   options.recorder.ops = start.ops;
   options.recorder.stats = start.stats;
+  if (start.hash_threads < 0) {
+    return InvalidArgument("hash_threads must be 0 (off) or more, not " +
+                           std::to_string(start.hash_threads));
+  }
+  // A capture and a comparison against a reference read each op's digests as it ends.
+  if (start.capture.empty() && start.against.empty()) {
+    options.recorder.hash_threads = start.hash_threads;
+  }
   options.recorder.engine_meta_json = start.engine_meta_json;
   if (!start.progress_dir.empty()) {
     options.recorder.progress_path =
@@ -144,6 +153,7 @@ void BindStartOptions(py::module_& m) {
       .def_readwrite("max_depth", &StartOptions::max_depth)
       .def_readwrite("ops", &StartOptions::ops)
       .def_readwrite("stats", &StartOptions::stats)
+      .def_readwrite("hash_threads", &StartOptions::hash_threads)
       .def_readwrite("fingerprint", &StartOptions::fingerprint)
       .def_readwrite("engine_meta_json", &StartOptions::engine_meta_json)
       .def_readwrite("skip_prefixes", &StartOptions::skip_prefixes)

@@ -111,6 +111,8 @@ std::unique_ptr<at::ObserverContext> EnterOp(const OpCall& fn, ThreadState& ts, 
     LabelArgs(&batch);
   }
   if (phase == Phase::kOptimizer) LabelListElements(&batch, &ts.list_order);
+  // Inputs the op may write are digested here, before it runs.
+  if (info.has_schema && info.mutable_inputs.empty()) OfferToHashPool(*recorder, &batch);
   ctx->inputs = recorder->DigestArgs(batch.args);
   RememberDigests(batch, ctx->inputs);
   ctx->held = HoldInputs(info, batch, ctx->inputs, recorder->step(), recorder->ops_in_step(),
@@ -214,6 +216,12 @@ std::unique_ptr<at::ObserverContext> OnOpEnter(const at::RecordFunction& fn) {
     });
     return nullptr;
   }
+  // Before anything of the op runs: what it may write is not being digested (hash pool).
+  Session* active = Session::Active();
+  if (active != nullptr && active->recorder()->HashesPending()) {
+    Guarded(fn.name(), ts,
+            [&] { WaitBeforeOpWrites(active->recorder(), LookupOpInfo(fn), fn.inputs()); });
+  }
   const uint32_t depth = ts.depth++;
   if (Compiling()) return nullptr;  // fake tensors while torch.compile traces (adapter.h)
   // A collective's own work on this thread (collectives.h): its exit may complete the call.
@@ -257,6 +265,7 @@ RecordedOp ExitOp(const char* name, const OpInfo& info, const std::vector<c10::I
   AppendWrittenInputs(ctx->written, results, &batch);
   LabelArgs(&batch);
   if (ctx->phase == Phase::kOptimizer) LabelListElements(&batch, &ts.list_order);
+  OfferToHashPool(*recorder, &batch);
   std::vector<ArgRecord> outputs = recorder->DigestArgs(batch.args);
   RememberDigests(batch, outputs);
   std::vector<Digest128> output_digests;
@@ -399,6 +408,8 @@ std::unique_ptr<at::ObserverContext> EnterAnnouncedOp(const OpCall& call) {
   ThreadState& ts = Tls();
   const uint32_t depth = ts.depth++;
   if (Compiling()) return nullptr;
+  // Its kernels write memory no op callback sees: nothing may be in the hash pool's hands.
+  if (Session* active = Session::Active()) active->recorder()->WaitForHashes();
   // A compiled forward graph starts the model's forward as a module call does: with
   // model.compile() the module hooks run inside the graph, traced, and never for real.
   Session* session = Session::Active();

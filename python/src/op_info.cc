@@ -133,6 +133,11 @@ void DescribeCollective(const c10::FunctionSchema& schema, OpInfo* info) {
     info->collective_written_arg = known->written_arg;
     info->overwrites_self = known->output_only;
     info->writes_inputs = known->written_arg >= 0;
+    const int written = known->written_arg;
+    if (written >= 0 && std::find(info->mutable_inputs.begin(), info->mutable_inputs.end(),
+                                  written) == info->mutable_inputs.end()) {
+      info->mutable_inputs.push_back(written);  // the schema may not say it (c10d's do not)
+    }
   }
   for (ResultKind& kind : info->results) kind = ResultKind::kView;
   info->pure_view = false;
@@ -183,6 +188,7 @@ OpInfo Build(const at::RecordFunction& fn) {
   info.overwrites_self = OverwritesSelf(name);
   c10::optional<c10::FunctionSchema> schema = fn.operator_schema();
   if (!schema) return info;
+  info.has_schema = true;
   const bool no_values = DefinesNoValues(name);
   const bool metadata_only = ChangesOnlyMetadata(name);
   const c10::TypePtr optional_generator = c10::OptionalType::create(c10::GeneratorType::get());
@@ -194,6 +200,9 @@ OpInfo Build(const at::RecordFunction& fn) {
     const bool undeclared = !declared && IsUndeclaredWrite(name, arg.name());
     if ((declared && !metadata_only) || undeclared) {
       info.written_inputs.push_back(static_cast<int>(info.input_names.size()));
+    }
+    if (declared || undeclared) {
+      info.mutable_inputs.push_back(static_cast<int>(info.input_names.size()));
     }
     info.undeclared_writes |= undeclared;
     info.input_names.push_back(arg.name());

@@ -36,6 +36,11 @@ struct OpInfo {
   // returns them, and dropped from the digest cache.
   std::vector<int> written_inputs;
   bool undeclared_writes = false;  // some of written_inputs are not in the schema
+  // Every input the op may write, by argument index: written_inputs, and the declared writes
+  // that change only metadata (resize_ may move the memory) or that a collective makes at its
+  // completion. The recorder's hash pool is waited for before the op runs (adapter.h).
+  std::vector<int> mutable_inputs;
+  bool has_schema = false;  // without one, any input may be written
   // A c10d collective (collectives.h): the argument whose tensors it writes (-1: none, as for
   // send and barrier) and the ProcessGroup argument. Its tensor results alias its arguments.
   bool collective = false;

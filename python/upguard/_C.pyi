@@ -12,6 +12,7 @@ class StartOptions:
     max_depth: int  # -1: every depth
     ops: List[str]  # op-name globs; []: every op
     stats: bool  # True
+    hash_threads: int  # 0
     fingerprint: bool  # False
     engine_meta_json: str  # "{}"
     skip_prefixes: List[str]  # Python files under these are not user code

@@ -136,6 +136,7 @@ def _start_recording() -> None:
         stop_after_steps=os.environ.get("UPGUARD_RECORD_STOP_AFTER_STEPS", "0") == "1",
         resume_from=os.environ.get("UPGUARD_RECORD_RESUME_FROM") or None,
         progress_dir=os.environ.get("UPGUARD_RECORD_PROGRESS") or None,
+        hash_threads=int(os.environ.get("UPGUARD_RECORD_HASH_THREADS") or 0),
     )
     atexit.register(recording.stop)
 

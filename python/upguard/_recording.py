@@ -47,12 +47,14 @@ class Recording:
                  fingerprint: bool = False, rank: Optional[int] = None, world_size: Optional[int] = None,
                  capture: Optional[str] = None, against: Optional[str] = None,
                  continue_after_divergence: bool = False, stop_after_steps: bool = False,
-                 resume_from: Optional[str] = None, progress_dir: Optional[str] = None) -> None:
+                 resume_from: Optional[str] = None, progress_dir: Optional[str] = None,
+                 hash_threads: int = 0) -> None:
         self.run_dir = os.path.abspath(run_dir)
         self.steps = steps
         self.max_depth = -1 if max_depth is None else int(max_depth)
         self.ops = list(ops)
         self.stats = stats
+        self.hash_threads = int(hash_threads)
         self.fingerprint = fingerprint
         self._loss = LossHook()
         self.capture = capture or ""
@@ -102,6 +104,7 @@ class Recording:
         options.max_depth = self.max_depth
         options.ops = self.ops
         options.stats = self.stats
+        options.hash_threads = self.hash_threads
         options.fingerprint = self.fingerprint
         options.engine_meta_json = engine_meta_json()
         options.skip_prefixes = [_TORCH_DIR + os.sep, _UPGUARD_DIR + os.sep]
@@ -161,7 +164,9 @@ def record(run_dir: str, **options: object) -> Recording:
     ``stop_after_steps=True`` (end the program with exit code 0 after the last step of ``steps``),
     ``resume_from="runs/a/resume/step-150.rank0.pt"`` (start from that snapshot of
     :func:`upguard.resume_point`, skipping the steps before it), ``progress_dir=DIR`` (keep
-    this rank's progress record in DIR, as ``upguard record`` asks for its progress line).
+    this rank's progress record in DIR, as ``upguard record`` asks for its progress line),
+    ``hash_threads=2`` (digest tensors of 256 KiB or more on that many threads while the
+    training goes on; the trace is the same; off with ``capture`` or ``against``).
     """
     return Recording(run_dir, **options)  # type: ignore[arg-type]
 

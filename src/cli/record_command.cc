@@ -42,6 +42,10 @@ options:
                      (default: every nested op, which pins a culprit inside composite ops)
   --ops GLOBS        record only ops whose names match one of these comma-separated globs
   --no-stats         record digests without min/max/mean/L2 statistics
+  --hash-threads N   digest tensors of 256 KiB or more on N threads of upguard's while the
+                     training goes on; an op that writes such a tensor waits for its digest
+                     first, and the trace is the one recorded without them (default 0: every
+                     digest on the training's thread; no effect with --capture or --against)
   --capture SEL      also write the full input and output tensors of the selected ops to
                      DIR/captures/ as safetensors files. SEL: comma-separated terms, all must
                      hold: step=N, index=N (the "#N" of diff/show), op=GLOB, module=GLOB,
@@ -81,6 +85,7 @@ StatusOr<int> RunRecordCommand(int argc, char** argv) {
                          {"max-depth", 0, true},
                          {"ops", 0, true},
                          {"no-stats", 0, false},
+                         {"hash-threads", 0, true},
                          {"capture", 0, true},
                          {"against", 0, true},
                          {"continue", 0, false},
@@ -120,6 +125,12 @@ StatusOr<int> RunRecordCommand(int argc, char** argv) {
   request.max_depth = static_cast<int>(max_depth);
   request.ops = flags.Get("ops");
   request.stats = !flags.Has("no-stats");
+  ASSIGN_OR_RETURN(int64_t hash_threads, flags.GetInt("hash-threads", 0));
+  if (hash_threads < 0 || hash_threads > 64) {
+    return InvalidArgument("--hash-threads must be 0 (off) to 64, not " +
+                           std::to_string(hash_threads));
+  }
+  request.hash_threads = static_cast<int>(hash_threads);
   request.watch = flags.Has("watch");
   request.progress = !flags.Has("no-progress");
   if ((flags.Has("exchange") && !request.watch) ||

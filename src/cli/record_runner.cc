@@ -37,6 +37,7 @@ void SetChildEnvironment(const RecordRequest& request, const std::string& abs_di
          request.max_depth < 0 ? "" : std::to_string(request.max_depth).c_str(), 1);
   setenv("UPGUARD_RECORD_OPS", request.ops.c_str(), 1);
   setenv("UPGUARD_RECORD_STATS", request.stats ? "1" : "0", 1);
+  setenv("UPGUARD_RECORD_HASH_THREADS", std::to_string(request.hash_threads).c_str(), 1);
   setenv("UPGUARD_RECORD_CAPTURE", request.capture.c_str(), 1);
   const std::string against =
       request.against.empty() ? "" : fs::absolute(request.against).lexically_normal().string();

@@ -12,8 +12,9 @@ bool Done(const std::vector<ArgRecord>& args) {
   return true;
 }
 
-// Puts each pool digest into its record (waiting for it if needed).
-Status Resolve(const char* side, std::vector<ArgRecord>* args) {
+}  // namespace
+
+Status ResolvePending(const char* side, std::vector<ArgRecord>* args) {
   for (size_t arg_idx = 0; arg_idx < args->size(); ++arg_idx) {
     ArgRecord& arg = (*args)[arg_idx];
     if (arg.pending == nullptr) continue;
@@ -31,8 +32,6 @@ Status Resolve(const char* side, std::vector<ArgRecord>* args) {
   return Status::Ok();
 }
 
-}  // namespace
-
 bool DeferredOps::HasPending(const OpRecord& record) {
   for (const std::vector<ArgRecord>* args : {&record.inputs, &record.outputs}) {
     for (const ArgRecord& arg : *args) {
@@ -48,8 +47,8 @@ Status DeferredOps::WriteReady(TraceWriter* writer, bool all) {
     OpRecord& front = ops_.front();
     const bool wait = all || ops_.size() > keep;
     if (!wait && !(Done(front.inputs) && Done(front.outputs))) break;
-    Status status = Resolve("input", &front.inputs);
-    if (status.ok()) status = Resolve("output", &front.outputs);
+    Status status = ResolvePending("input", &front.inputs);
+    if (status.ok()) status = ResolvePending("output", &front.outputs);
     if (status.ok()) status = writer->WriteOp(front);
     ops_.pop_front();
     RETURN_IF_ERROR(status);

@@ -16,6 +16,10 @@
 
 namespace upguard {
 
+// Puts each pool digest of `args` into its record, waiting for it if needed; a digest that
+// failed is an error naming `side` ("input", "output") and the argument's index.
+Status ResolvePending(const char* side, std::vector<ArgRecord>* args);
+
 class DeferredOps {
  public:
   // Records beyond this wait for the oldest (its tensors are held until it is written).

@@ -118,6 +118,11 @@ class Recorder::Impl {
 
   Status WriteRunMeta(bool complete) {
     nlohmann::json run = meta_;
+    if (pool_ != nullptr) {  // rank 0's: what its hash pool took over
+      run["hash_pool"] = {{"threads", options_.hash_threads},
+                          {"min_bytes", options_.hash_async_bytes},
+                          {"digests", offloaded_.load()}};
+    }
     run.erase("rank");
     run.erase("pid");
     run["complete"] = complete;
@@ -171,6 +176,7 @@ class Recorder::Impl {
         continue;
       }
       if (Offload(arg)) {
+        offloaded_.fetch_add(1, std::memory_order_relaxed);
         rec.pending = pool_->Submit(arg.tensor, arg.owner, arg.memory);
         continue;
       }
@@ -190,15 +196,19 @@ class Recorder::Impl {
   bool Offload(const Arg& arg) const {
     static constexpr uint64_t kMaxQueued = 64;
     if (pool_ == nullptr || arg.owner == nullptr || pool_->pending() >= kMaxQueued) return false;
-    const int64_t numel = arg.tensor.numel();
-    return numel > 0 &&
-           numel * static_cast<int64_t>(DTypeSize(arg.tensor.dtype)) >= options_.hash_async_bytes;
+    return Offloads(arg.tensor.numel() * static_cast<int64_t>(DTypeSize(arg.tensor.dtype)));
   }
 
   void WaitBeforeWrite(const void* memory) {
     if (pool_ != nullptr) pool_->WaitFor(memory);
   }
   bool HashesPending() const { return pool_ != nullptr && pool_->pending() > 0; }
+  void WaitForHashes() {
+    if (pool_ != nullptr) pool_->WaitAll();
+  }
+  bool Offloads(int64_t bytes) const {
+    return pool_ != nullptr && bytes > 0 && bytes >= options_.hash_async_bytes;
+  }
 
   // Requires mu_. Writes the deferred records that are ready (every one with `all`).
   void WriteDeferredLocked(bool all) {
@@ -284,6 +294,10 @@ class Recorder::Impl {
     info.completed = event.completed;
     info.ops_before_completion = event.ops_before_completion;
     info.outputs = std::move(outputs);
+    // An output whose digest the cache had pending (the pool's): a Collective record is written
+    // at once.
+    const Status resolved = ResolvePending("collective output", &info.outputs);
+    if (!resolved.ok()) return Fail(resolved);
     std::lock_guard<std::mutex> lock(mu_);
     if (!writer_ || !enabled_.load()) return;
     if (!event.op.written || event.op.step != step_.load()) {
@@ -427,6 +441,7 @@ class Recorder::Impl {
   ProgressWriter progress_writer_;        // options_.progress_path's; guarded by mu_
   RankProgress progress_;                 // guarded by mu_
   std::unique_ptr<HashPool> pool_;        // with options_.hash_threads
+  std::atomic<uint64_t> offloaded_{0};    // digests handed to pool_
 };
 
 Recorder::Recorder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -451,6 +466,8 @@ std::vector<ArgRecord> Recorder::DigestArgs(const std::vector<Arg>& args) {
 }
 void Recorder::WaitBeforeWrite(const void* memory) { impl_->WaitBeforeWrite(memory); }
 bool Recorder::HashesPending() const { return impl_->HashesPending(); }
+void Recorder::WaitForHashes() { impl_->WaitForHashes(); }
+bool Recorder::Offloads(int64_t bytes) const { return impl_->Offloads(bytes); }
 RecordedOp Recorder::Record(const OpEvent& op, std::vector<ArgRecord> inputs) {
   return impl_->Record(op, std::move(inputs), impl_->DigestArgs(op.outputs));
 }
