@@ -94,6 +94,15 @@ def op_cost_section(build: Path, quick: bool) -> str:
             run([PYTHON, "bench/op_cost.py"] + (["--pairs", "4"] if quick else []), env=env))
 
 
+def hash_pool_section(build: Path, quick: bool) -> str:
+    env = dict(os.environ, PYTHONPATH=str(build / "python"))
+    return ("## Hashing off the training's thread (issue 19, part 3)\n\n`bench/hash_pool.py`: "
+            "blocks of the larger GPT's steps (one torch thread) untraced, recorded with every "
+            "digest on the training's thread, and recorded with `hash_threads=2`, the order "
+            "rotating; medians. The traces are the same (tests/e2e/test_hash_pool.py).\n\n" +
+            run([PYTHON, "bench/hash_pool.py"] + (["--rounds", "2"] if quick else []), env=env))
+
+
 def zoom_section(build: Path, quick: bool) -> str:
     with tempfile.NamedTemporaryFile(suffix=".json") as row_file:
         table = run([PYTHON, "bench/zoom_resume.py", "--build", str(build), "--json",
@@ -219,6 +228,7 @@ def came_section(build: Path, quick: bool) -> str:
 
 
 SECTIONS = {"training": training_section, "opcost": op_cost_section,
+            "hashpool": hash_pool_section,
             "fingerprint": fingerprint_section,
             "zoom": zoom_section,
             "torches": torches_section, "watch": watch_section,
