@@ -1,6 +1,7 @@
 #include "ivalue_args.h"
 
 #include <cstdio>
+#include <limits>
 #include <sstream>
 
 #include "base/text.h"
@@ -289,6 +290,7 @@ void RememberDigests(const ArgBatch& batch, const std::vector<ArgRecord>& record
 }
 
 void OfferToHashPool(const Recorder& recorder, ArgBatch* batch) {
+  if (!recorder.Offloads(std::numeric_limits<int64_t>::max())) return;  // no pool
   for (size_t idx = 0; idx < batch->args.size(); ++idx) {
     Arg& arg = batch->args[idx];
     const at::Tensor* tensor = batch->tensors[idx];
