@@ -291,7 +291,7 @@ void RememberDigests(const ArgBatch& batch, const std::vector<ArgRecord>& record
 
 void OfferToHashPool(const Recorder& recorder, ArgBatch* batch) {
   if (!recorder.Offloads(std::numeric_limits<int64_t>::max())) return;  // no pool
-  for (size_t idx = 0; idx < batch->args.size(); ++idx) {
+  for (size_t idx = 0; idx < batch->args.size() && idx < batch->tensors.size(); ++idx) {
     Arg& arg = batch->args[idx];
     const at::Tensor* tensor = batch->tensors[idx];
     if (arg.kind != ArgKind::kTensor || tensor == nullptr || arg.known != nullptr ||
