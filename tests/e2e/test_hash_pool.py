@@ -11,10 +11,13 @@ and the DDP GPT under torchrun (its gradient bucket all-reduced in place by c10d
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Dict, Tuple
 
-from conftest import PYTHON, REPO, upguard
+import pytest
+
+from conftest import BUILD, PYTHON, REPO, TORCH2, upguard
 
 CNN = REPO / "examples" / "cnn_train.py"
 DDP = REPO / "examples" / "gpt_ddp.py"
@@ -61,6 +64,47 @@ def test_a_planted_change_is_named_at_the_same_op_with_the_pool(tmp_path: Path) 
     assert code == 1 and report["verdict"] == "culprit"
     assert (div["op"], div["module"], div["phase"], div["step"]) == (
         "aten::batch_norm", "bn1", "forward", 0)
+
+
+@pytest.mark.skipif(not TORCH2, reason="torch.compile needs torch 2.x")
+def test_a_compiled_model_with_the_pool_is_the_trace_without(tmp_path: Path) -> None:
+    """Compiled graphs write buffers where no op callback sees them: they wait for every
+    digest first."""
+    command = (PYTHON, str(CNN), "--quiet", "--model", "resnet18", "--steps", "2", "--compile")
+    plain = record(tmp_path / "plain", command, 0)
+    pooled = record(tmp_path / "pooled", command, 2)
+    assert offloaded(pooled) > 0
+    code, report = diff(plain, pooled)
+    rank = report["ranks"][0]
+    assert code == 0 and report["verdict"] == "identical", json.dumps(rank)[:2000]
+    assert rank["steps_identical"] == rank["steps_compared"] >= 2
+
+
+API_SCRIPT = r"""
+import runpy, sys
+sys.path.insert(0, sys.argv[1])
+import upguard
+run_dir, threads, script = sys.argv[2], int(sys.argv[3]), sys.argv[4]
+sys.argv = [script, "--quiet", "--model", "resnet18", "--steps", "2"]
+with upguard.record(run_dir, hash_threads=threads):
+    runpy.run_path(script, run_name="__main__")
+"""
+
+
+def test_the_python_api_takes_hash_threads(tmp_path: Path) -> None:
+    runs = []
+    for threads in (0, 2):
+        run = tmp_path / f"api{threads}"
+        result = subprocess.run([PYTHON, "-c", API_SCRIPT, str(BUILD / "python"), str(run),
+                                 str(threads), str(CNN)], capture_output=True, text=True,
+                                timeout=600)
+        assert result.returncode == 0, result.stderr
+        runs.append(run)
+    assert offloaded(runs[1]) >= 100
+    code, report = diff(*runs)
+    rank = report["ranks"][0]
+    assert code == 0 and report["verdict"] == "identical", json.dumps(rank)[:2000]
+    assert rank["steps_identical"] == rank["steps_compared"] >= 2
 
 
 def test_ddp_under_torchrun_with_the_pool_is_the_trace_without(tmp_path: Path) -> None:
