@@ -49,7 +49,7 @@ test-unit: build
 	ctest --preset release -j $(JOBS)
 
 test-e2e: build
-	UPGUARD_BUILD=$(CURDIR)/$(RELEASE) $(PYTHON) -m pytest -q tests/e2e
+	UPGUARD_BUILD=$(CURDIR)/$(RELEASE) $(PYTHON) -m pytest -q --durations=15 tests/e2e
 
 # The core and the CLI again under AddressSanitizer + UndefinedBehaviorSanitizer.
 test-debug: build-debug
@@ -81,7 +81,7 @@ build-torch2: venv-torch2
 
 test-e2e-torch2: build-torch2
 	UPGUARD_BUILD=$(CURDIR)/$(TORCH2_BUILD) UPGUARD_TEST_PYTHON=$(TORCH2_PYTHON) \
-	  $(TORCH2_PYTHON) -m pytest -q tests/e2e
+	  $(TORCH2_PYTHON) -m pytest -q --durations=15 tests/e2e
 
 # `upguard record` loads the adapter built for the command's torch, or stops with exit code 2
 # before the command runs (tests/e2e/test_adapter_select.py; the torch 2.x cases skip without
