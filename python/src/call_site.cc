@@ -5,6 +5,9 @@
 
 #include <cstring>
 #include <mutex>
+#include <unordered_map>
+
+#include "string_pool.h"
 
 namespace upguard::torch_adapter {
 namespace {
@@ -34,6 +37,50 @@ std::string Shorten(const char* file) {
   return file;
 }
 
+// What a code object's file says, found once per code object. The cache holds a reference to
+// each code object, so an address is never a freed object's reused; it starts again when
+// the skip prefixes change or it has seen kMaxCodes code objects. Under the GIL.
+struct CodeFacts {
+  bool user = false;
+  bool input_pipeline = false;
+  std::unordered_map<int, std::string_view> sites;  // line -> "file:line", pooled
+};
+constexpr size_t kMaxCodes = 1 << 14;
+std::unordered_map<PyCodeObject*, CodeFacts>* code_facts =
+    new std::unordered_map<PyCodeObject*, CodeFacts>();
+
+void ForgetCodeFacts() {
+  for (auto& entry : *code_facts) Py_DECREF(entry.first);
+  code_facts->clear();
+}
+
+// `code`: a new reference, kept by the cache or released here.
+CodeFacts& FactsOf(PyCodeObject* code) {
+  auto found = code_facts->find(code);
+  if (found != code_facts->end()) {
+    Py_DECREF(code);
+    return found->second;
+  }
+  if (code_facts->size() >= kMaxCodes) ForgetCodeFacts();
+  CodeFacts facts;
+  const char* file = PyUnicode_AsUTF8(code->co_filename);
+  if (file != nullptr) {
+    facts.user = IsUserFile(file);
+    facts.input_pipeline = IsInputPipelineFile(file);
+  }
+  return code_facts->emplace(code, std::move(facts)).first->second;
+}
+
+std::string_view SiteOf(PyCodeObject* code, CodeFacts& facts, int line) {
+  auto found = facts.sites.find(line);
+  if (found != facts.sites.end()) return found->second;
+  const char* file = PyUnicode_AsUTF8(code->co_filename);
+  const std::string_view site =
+      Pooled(file == nullptr ? std::string() : Shorten(file) + ":" + std::to_string(line));
+  facts.sites.emplace(line, site);
+  return site;
+}
+
 // Whether `target` is a frame of the current Python call chain. Called with the GIL held.
 bool OnCallChain(const void* target) {
   PyFrameObject* frame = PyEval_GetFrame();  // borrowed
@@ -51,12 +98,17 @@ bool OnCallChain(const void* target) {
 }  // namespace
 
 void ConfigureCallSites(std::vector<std::string> prefixes, std::string cwd) {
+  if (Py_IsInitialized()) {  // what files are user code may change
+    PyGILState_STATE gil = PyGILState_Ensure();
+    ForgetCodeFacts();
+    PyGILState_Release(gil);
+  }
   std::lock_guard<std::mutex> lock(config_mu);
   skip_prefixes = std::move(prefixes);
   cwd_prefix = cwd.empty() ? "" : cwd + "/";
 }
 
-std::string CurrentCallSite() { return ReadPythonContext({}).call_site; }
+std::string CurrentCallSite() { return std::string(ReadPythonContext({}).call_site); }
 
 PythonContext ReadPythonContext(const std::vector<ModuleCall>& modules) {
   PythonContext context;
@@ -71,13 +123,10 @@ PythonContext ReadPythonContext(const std::vector<ModuleCall>& modules) {
   while (frame != nullptr && (context.call_site.empty() || !innermost_found)) {
     innermost_found = innermost_found || frame == innermost;
     if (context.call_site.empty()) {
-      PyCodeObject* code = PyFrame_GetCode(frame);  // new reference
-      const char* file = PyUnicode_AsUTF8(code->co_filename);
-      if (file != nullptr && IsUserFile(file)) {
-        context.call_site = Shorten(file) + ":" + std::to_string(PyFrame_GetLineNumber(frame));
-      }
-      if (file != nullptr && IsInputPipelineFile(file)) context.input_pipeline = true;
-      Py_DECREF(code);
+      PyCodeObject* code = PyFrame_GetCode(frame);  // new reference, given to FactsOf
+      CodeFacts& facts = FactsOf(code);
+      if (facts.user) context.call_site = SiteOf(code, facts, PyFrame_GetLineNumber(frame));
+      if (facts.input_pipeline) context.input_pipeline = true;
     }
     PyFrameObject* back = PyFrame_GetBack(frame);  // new reference
     Py_DECREF(frame);

@@ -29,7 +29,7 @@ struct ModuleCall {
 };
 
 struct PythonContext {
-  std::string call_site;       // as CurrentCallSite()
+  std::string_view call_site;  // as CurrentCallSite(), pooled (string_pool.h)
   size_t running_modules = 0;  // how many of the module calls are still running
   // The op runs for the input pipeline: a frame on the way to the call site is
   // torch.utils.data's (a DataLoader collating, unpickling a worker's batch, pinning memory),
@@ -41,7 +41,8 @@ struct PythonContext {
 // `modules`: the module calls on this thread's stack, outermost first. A call is running while
 // its frame is on the current call chain; a module whose forward raised, caught by the program,
 // is not, nor is any call above it. One walk up the chain: normally the innermost module call
-// is a frame or two above the user's call site.
+// is a frame or two above the user's call site. What a frame's file says (user code, the input
+// pipeline) is found once per code object, and each "file:line" text once.
 PythonContext ReadPythonContext(const std::vector<ModuleCall>& modules);
 
 }  // namespace upguard::torch_adapter

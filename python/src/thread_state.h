@@ -44,7 +44,7 @@ struct ThreadState {
   void ReadPython() {
     if (python_known) return;
     const PythonContext context = ReadPythonContext(modules);
-    call_site = Pooled(context.call_site);
+    call_site = context.call_site;
     input_pipeline = context.input_pipeline;
     modules.resize(context.running_modules);
     python_known = true;
