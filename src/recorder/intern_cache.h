@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -21,16 +22,33 @@ class InternCache {
  public:
   template <typename InternFn>
   StringId Intern(std::string_view s, InternFn&& intern) {
+    if (std::optional<StringId> found = Find(s)) return *found;
+    const StringId id = intern(s);
+    Put(s, id);
+    return id;
+  }
+
+  // The id cached for `s` at this address (kEmptyString for ""), or nullopt.
+  std::optional<StringId> Find(std::string_view s) const {
     if (s.empty()) return kEmptyString;
-    Slot& slot = slots_[Hash(s) & (kSlots - 1)];
+    const Slot& slot = slots_[Hash(s) & (kSlots - 1)];
     if (slot.data == s.data() && slot.text.size() == s.size() &&
         std::memcmp(slot.text.data(), s.data(), s.size()) == 0) {
       return slot.id;
     }
-    slot.id = intern(s);
+    return std::nullopt;
+  }
+
+  void Put(std::string_view s, StringId id) {
+    if (s.empty()) return;
+    Slot& slot = slots_[Hash(s) & (kSlots - 1)];
+    slot.id = id;
     slot.data = s.data();
     slot.text.assign(s.data(), s.size());
-    return slot.id;
+  }
+
+  void Clear() {
+    for (Slot& slot : slots_) slot = Slot{};
   }
 
  private:

@@ -9,7 +9,9 @@
 #include <cstdio>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
+#include <unordered_map>
 
 #include "base/file.h"
 #include "base/glob.h"
@@ -19,6 +21,7 @@
 #include "recorder/intern_cache.h"
 #include "recorder/op_observer.h"
 #include "recorder/progress_file.h"
+#include "recorder/thread_names.h"
 #include "trace/format.h"
 #include "trace/writer.h"
 #include "upguard/version.h"
@@ -42,6 +45,8 @@ nlohmann::json RecordOptionsJson(const RecorderOptions& options) {
           {"ops", options.ops},
           {"stats", options.stats}};
 }
+
+std::atomic<uint64_t> next_recorder_serial{1};
 
 }  // namespace
 
@@ -222,24 +227,27 @@ class Recorder::Impl {
     return intern_cache_.Intern(s, [this](std::string_view text) { return writer_->Intern(text); });
   }
 
-  // Requires mu_. Argument names, labels and scalar texts.
-  void InternNames(const std::vector<Arg>& args, std::vector<ArgRecord>* out) {
+  // Requires mu_. Argument names, labels and scalar texts; the thread's memo learns them.
+  void InternNames(const std::vector<Arg>& args, std::vector<ArgRecord>* out, ThreadNames* memo) {
     for (size_t arg_idx = 0; arg_idx < args.size(); ++arg_idx) {
-      (*out)[arg_idx].name = Intern(args[arg_idx].name);
-      (*out)[arg_idx].label = Intern(args[arg_idx].label);
+      const Arg& arg = args[arg_idx];
+      ArgRecord& rec = (*out)[arg_idx];
+      rec.name = Intern(arg.name);
+      rec.label = Intern(arg.label);
       // A scalar's text is made per op, at a new address each time: the address cache would
       // miss and evict a name that lives on; the table finds it by its text.
-      if (args[arg_idx].kind == ArgKind::kScalar) {
-        (*out)[arg_idx].text = writer_->Intern(args[arg_idx].text);  // "" is kEmptyString
-      }
+      if (arg.kind == ArgKind::kScalar) rec.text = writer_->Intern(arg.text);  // "" is kEmptyString
+      memo->Learn(arg, rec);
     }
   }
 
   std::vector<ArgRecord> DigestArgs(const std::vector<Arg>& args) {
     std::vector<ArgRecord> records;
     DigestInto(args, &records);
+    ThreadNames& memo = ThreadNamesFor(serial_);
+    if (NamesFromMemo(args, memo, &records)) return records;
     std::lock_guard<std::mutex> lock(mu_);
-    if (writer_) InternNames(args, &records);
+    if (writer_) InternNames(args, &records, &memo);
     return records;
   }
 
@@ -422,6 +430,7 @@ class Recorder::Impl {
 
  private:
   const RecorderOptions options_;
+  const uint64_t serial_ = next_recorder_serial.fetch_add(1);  // whose ids a ThreadNames holds
   DigestOptions digest_options_;
   nlohmann::json meta_;
   std::string trace_path_;
