@@ -14,6 +14,17 @@
 namespace upguard {
 namespace {
 
+// Calls `check` with every Op record of the trace in `dir` and the trace's strings.
+template <typename Check>
+void ForEachOp(const std::string& dir, Check check) {
+  auto reader = TraceReader::Open(dir + "/rank0.ugt");
+  ASSERT_TRUE(reader.ok());
+  TraceRecord record;
+  while (*(*reader)->Next(&record)) {
+    if (record.type == RecordType::kOp) check(record.op, (*reader)->strings());
+  }
+}
+
 // Records `ops` ops of "engine::mul" (x, w, alpha=<scalar>) into `dir`, after an op whose
 // names come first in the table when `shift` (so the ids differ from a recorder without it),
 // then checks every op's argument names and texts read back.
@@ -38,21 +49,16 @@ void RecordAndCheck(const std::string& dir, bool shift, int ops) {
     (*recorder)->Record(op);
   }
   ASSERT_TRUE((*recorder)->Close().ok());
-  auto reader = TraceReader::Open(dir + "/rank0.ugt");
-  ASSERT_TRUE(reader.ok());
-  TraceRecord record;
   int seen = 0;
-  while (*(*reader)->Next(&record)) {
-    if (record.type != RecordType::kOp) continue;
-    const StringTable& strings = (*reader)->strings();
-    if (strings.Get(record.op.op) != "engine::mul") continue;
-    ASSERT_EQ(record.op.inputs.size(), 3u);
-    EXPECT_EQ(strings.Get(record.op.inputs[0].name), "x");
-    EXPECT_EQ(strings.Get(record.op.inputs[1].name), "w");
-    EXPECT_EQ(strings.Get(record.op.inputs[2].name), "alpha");
-    EXPECT_EQ(strings.Get(record.op.inputs[2].text), "1.5");
+  ForEachOp(dir, [&](const OpRecord& op, const StringTable& strings) {
+    if (strings.Get(op.op) != "engine::mul") return;
+    ASSERT_EQ(op.inputs.size(), 3u);
+    EXPECT_EQ(strings.Get(op.inputs[0].name), "x");
+    EXPECT_EQ(strings.Get(op.inputs[1].name), "w");
+    EXPECT_EQ(strings.Get(op.inputs[2].name), "alpha");
+    EXPECT_EQ(strings.Get(op.inputs[2].text), "1.5");
     ++seen;
-  }
+  });
   EXPECT_EQ(seen, ops);
   std::filesystem::remove_all(dir);
 }
@@ -85,18 +91,13 @@ TEST(ThreadNamesTest, ThreadsOfOneRecorderEachLearnItsIds) {
   }
   for (std::thread& thread : threads) thread.join();
   ASSERT_TRUE((*recorder)->Close().ok());
-  auto reader = TraceReader::Open(dir + "/rank0.ugt");
-  ASSERT_TRUE(reader.ok());
-  TraceRecord record;
   int seen = 0;
-  while (*(*reader)->Next(&record)) {
-    if (record.type != RecordType::kOp) continue;
-    const StringTable& strings = (*reader)->strings();
-    const std::string text(strings.Get(record.op.inputs[0].text));
-    EXPECT_EQ(strings.Get(record.op.inputs[0].name), "value");
-    EXPECT_EQ(strings.Get(record.op.inputs[1].name), "thread_" + text);
+  ForEachOp(dir, [&](const OpRecord& op, const StringTable& strings) {
+    const std::string text(strings.Get(op.inputs[0].text));
+    EXPECT_EQ(strings.Get(op.inputs[0].name), "value");
+    EXPECT_EQ(strings.Get(op.inputs[1].name), "thread_" + text);
     ++seen;
-  }
+  });
   EXPECT_EQ(seen, 150);
   std::filesystem::remove_all(dir);
 }
