@@ -17,6 +17,7 @@
 #include "base/glob.h"
 #include "digest/digest.h"
 #include "digest/hash_pool.h"
+#include "recorder/arg_vectors.h"
 #include "recorder/deferred_ops.h"
 #include "recorder/intern_cache.h"
 #include "recorder/op_observer.h"
@@ -161,6 +162,7 @@ class Recorder::Impl {
     for (size_t arg_idx = 0; arg_idx < args.size(); ++arg_idx) {
       const Arg& arg = args[arg_idx];
       ArgRecord& rec = (*out)[arg_idx];
+      ResetKeepingShape(&rec);  // a reused vector's records hold an earlier op's
       rec.kind = arg.kind;
       if (arg.kind == ArgKind::kScalar) {
         rec.digest = DigestBytes(arg.text.data(), arg.text.size());
@@ -242,7 +244,7 @@ class Recorder::Impl {
   }
 
   std::vector<ArgRecord> DigestArgs(const std::vector<Arg>& args) {
-    std::vector<ArgRecord> records;
+    std::vector<ArgRecord> records = TakeArgVector();
     DigestInto(args, &records);
     ThreadNames& memo = ThreadNamesFor(serial_);
     if (NamesFromMemo(args, memo, &records)) return records;
@@ -288,6 +290,8 @@ class Recorder::Impl {
       std::optional<OnlineDivergence> divergence = checker_->Check(record, index, op.op);
       if (divergence) recorded.diverged = NoteDivergenceLocked(*divergence, op);
     }
+    GiveBackArgVector(std::move(record.inputs));  // for this thread's next op
+    GiveBackArgVector(std::move(record.outputs));
     return recorded;
   }
 
