@@ -31,6 +31,7 @@ namespace {
 std::atomic<int> g_compiling{0};
 
 struct OpContext : at::ObserverContext {
+  const OpInfo* info = nullptr;  // found at entry: the exit needs it too
   std::vector<ArgRecord> inputs;
   Phase phase = Phase::kOther;
   uint32_t depth = 0;
@@ -83,6 +84,7 @@ std::unique_ptr<at::ObserverContext> EnterOp(const OpCall& fn, ThreadState& ts, 
 
   ts.busy = true;
   auto ctx = std::make_unique<OpContext>();
+  ctx->info = &info;
   ctx->phase = phase;
   ctx->depth = depth;
   if (backward) {
@@ -302,7 +304,8 @@ void OnOpExit(const at::RecordFunction& fn, at::ObserverContext* ctx) {
   const uint32_t depth = ts.depth;
   if (Compiling()) return;
   const RecordedOp recorded = Guarded(fn.name(), ts, [&] {
-    return ExitOp(RecordedName(fn.name()), LookupOpInfo(fn), fn.outputs(), ctx, ts, depth);
+    const OpInfo& info = ctx != nullptr ? *static_cast<OpContext*>(ctx)->info : LookupOpInfo(fn);
+    return ExitOp(RecordedName(fn.name()), info, fn.outputs(), ctx, ts, depth);
   });
   Guarded(fn.name(), ts,
           [&] { CollectiveTable::OpExited(depth, ActiveRecorder(), recorded, fn.outputs()); });
