@@ -46,7 +46,7 @@ void DigestCache::Put(const at::Tensor& tensor, const TensorDigest& digest,
                       std::shared_ptr<const PendingDigest> pending) {
   if (!Cacheable(tensor)) return;
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<Entry>& entries = by_storage_[tensor.storage().unsafeGetStorageImpl()];
+  auto& entries = by_storage_[tensor.storage().unsafeGetStorageImpl()];
   for (const Entry& entry : entries) {
     if (entry.Matches(tensor)) return;
   }

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/util/SmallVector.h>
 
 #include <mutex>
 #include <optional>
@@ -59,8 +60,9 @@ class DigestCache {
     int64_t offset = 0;
     c10::ScalarType dtype = c10::ScalarType::Undefined;
     int64_t version = 0;
-    std::vector<int64_t> sizes;
-    std::vector<int64_t> strides;
+    // Inline up to 6 dimensions: an entry is made for most results of most ops.
+    c10::SmallVector<int64_t, 6> sizes;
+    c10::SmallVector<int64_t, 6> strides;
     TensorDigest digest;
     std::shared_ptr<const PendingDigest> pending;  // until the pool's digest is taken in
 
@@ -68,7 +70,8 @@ class DigestCache {
   };
 
   std::mutex mu_;
-  std::unordered_map<const c10::StorageImpl*, std::vector<Entry>> by_storage_;
+  // Most storages hold one tensor's values: their entry inline.
+  std::unordered_map<const c10::StorageImpl*, c10::SmallVector<Entry, 1>> by_storage_;
   size_t entries_ = 0;
 };
 
