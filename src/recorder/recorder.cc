@@ -2,8 +2,6 @@
 // one mutex. The first failure disables recording (training goes on) and is kept for Close().
 #include "upguard/recorder.h"
 
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -22,30 +20,12 @@
 #include "recorder/intern_cache.h"
 #include "recorder/op_observer.h"
 #include "recorder/progress_file.h"
+#include "recorder/run_meta.h"
 #include "recorder/thread_names.h"
-#include "trace/format.h"
 #include "trace/writer.h"
-#include "upguard/version.h"
 
 namespace upguard {
 namespace {
-
-std::string HostName() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
-  return name;
-}
-
-nlohmann::json RecordOptionsJson(const RecorderOptions& options) {
-  nlohmann::json steps = {{"first", options.steps.first}};
-  steps["last"] =
-      options.steps.last < 0 ? nlohmann::json(nullptr) : nlohmann::json(options.steps.last);
-  return {{"steps", steps},
-          {"fingerprint", options.fingerprint},
-          {"max_depth", options.max_depth},
-          {"ops", options.ops},
-          {"stats", options.stats}};
-}
 
 std::atomic<uint64_t> next_recorder_serial{1};
 
@@ -66,23 +46,8 @@ class Recorder::Impl {
   }
 
   Status Open() {
-    nlohmann::json engine = nlohmann::json::parse(options_.engine_meta_json, nullptr, false);
-    if (!engine.is_object()) {
-      return InvalidArgument("recorder engine metadata is not a JSON object: " +
-                             options_.engine_meta_json.substr(0, 80));
-    }
+    ASSIGN_OR_RETURN(meta_, RecordingMeta(options_));
     RETURN_IF_ERROR(MakeDirectories(options_.run_dir));
-    meta_ = engine;
-    meta_["upguard_version"] = kUpguardVersion;
-    meta_["trace_version"] = kTraceVersion;
-    meta_["rank"] = options_.rank;
-    meta_["world_size"] = options_.world_size;
-    meta_["hostname"] = HostName();
-    meta_["pid"] = static_cast<int64_t>(getpid());
-    meta_["record_options"] = RecordOptionsJson(options_);
-    meta_["start_time"] = std::chrono::duration_cast<std::chrono::seconds>(
-                              std::chrono::system_clock::now().time_since_epoch())
-                              .count();
     if (!options_.against.empty()) {
       if (options_.observer == nullptr) {
         return InvalidArgument("recording against " + options_.against +

@@ -1,0 +1,52 @@
+#include "recorder/run_meta.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+
+#include "trace/format.h"
+#include "upguard/version.h"
+
+namespace upguard {
+namespace {
+
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
+  return name;
+}
+
+nlohmann::json RecordOptionsJson(const RecorderOptions& options) {
+  nlohmann::json steps = {{"first", options.steps.first}};
+  steps["last"] =
+      options.steps.last < 0 ? nlohmann::json(nullptr) : nlohmann::json(options.steps.last);
+  return {{"steps", steps},
+          {"fingerprint", options.fingerprint},
+          {"max_depth", options.max_depth},
+          {"ops", options.ops},
+          {"stats", options.stats}};
+}
+
+}  // namespace
+
+StatusOr<nlohmann::json> RecordingMeta(const RecorderOptions& options) {
+  nlohmann::json meta = nlohmann::json::parse(options.engine_meta_json, nullptr, false);
+  if (!meta.is_object()) {
+    return InvalidArgument("recorder engine metadata is not a JSON object: " +
+                           options.engine_meta_json.substr(0, 80));
+  }
+  meta["upguard_version"] = kUpguardVersion;
+  meta["trace_version"] = kTraceVersion;
+  meta["rank"] = options.rank;
+  meta["world_size"] = options.world_size;
+  meta["hostname"] = HostName();
+  meta["pid"] = static_cast<int64_t>(getpid());
+  meta["record_options"] = RecordOptionsJson(options);
+  meta["start_time"] = std::chrono::duration_cast<std::chrono::seconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+  return meta;
+}
+
+}  // namespace upguard
