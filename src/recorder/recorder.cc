@@ -237,7 +237,8 @@ class Recorder::Impl {
     record.call_site = Intern(op.call_site);
     record.node = Intern(op.node);
     const uint64_t seq = writer_->ops_written() + deferred_.size();  // what WriteOp assigns
-    if (!deferred_.empty() || DeferredOps::HasPending(record)) {     // never with checker_
+    if (!deferred_.empty() ||
+        (pool_ != nullptr && DeferredOps::HasPending(record))) {  // never with checker_
       deferred_.Push(std::move(record));
       WriteDeferredLocked(/*all=*/false);
       if (!enabled_.load()) return RecordedOp{};
