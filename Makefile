@@ -20,7 +20,7 @@ BUILD_DIR := $(word 1,$(PYTHON_FACTS))
 PYTHON_ABS := $(word 2,$(PYTHON_FACTS))
 endif
 
-.PHONY: all deps build build-debug demo test test-unit test-e2e test-debug bench clean \
+.PHONY: all deps build build-debug demo test test-all test-unit test-e2e test-debug bench clean \
 	venv-torch2 build-torch2 test-e2e-torch2 test-adapter-select test-pip-torch2
 
 all: build
@@ -56,8 +56,12 @@ test-debug: build-debug
 	ctest --preset debug -j $(JOBS)
 
 # Both torches: Debian's 1.13 (the default build) and PyPI's 2.x (a project venv, downloaded
-# once), whose e2e suite, adapter selection and `pip install .` run last.
+# once), whose e2e suite (less the one_torch tests), adapter selection and `pip install .` run
+# last. `make test-all`: the same with every e2e test on both torches.
 test: test-unit test-e2e test-debug test-e2e-torch2 test-pip-torch2
+
+test-all:
+	$(MAKE) test TORCH2_SELECT=
 
 # torch 2.x from PyPI beside Debian's 1.13 (issue 13):
 # a project venv with pinned versions, installed once (PyPI's Linux wheel is a CUDA build of
@@ -79,9 +83,13 @@ venv-torch2: $(TORCH2_VENV)/.installed
 build-torch2: venv-torch2
 	$(MAKE) build PYTHON=$(TORCH2_PYTHON)
 
+# Tests marked one_torch (tests/e2e/conftest.py: the machines detector, the watch monitor
+# against injected faults, a matrix's later cases) run on torch 1.13 only, unless
+# `make test-all` (or TORCH2_SELECT=) asks for every test on both torches.
+TORCH2_SELECT ?= -m "not one_torch"
 test-e2e-torch2: build-torch2
 	UPGUARD_BUILD=$(CURDIR)/$(TORCH2_BUILD) UPGUARD_TEST_PYTHON=$(TORCH2_PYTHON) \
-	  $(TORCH2_PYTHON) -m pytest -q --durations=15 tests/e2e
+	  $(TORCH2_PYTHON) -m pytest -q --durations=15 $(TORCH2_SELECT) tests/e2e
 
 # `upguard record` loads the adapter built for the command's torch, or stops with exit code 2
 # before the command runs (tests/e2e/test_adapter_select.py; the torch 2.x cases skip without

@@ -33,6 +33,18 @@ TORCH_VERSION = _torch_version()
 TORCH2 = TORCH_VERSION >= (2, 0)
 
 
+# `one_torch`: a test whose subject does not depend on the torch that runs the training (the
+# machines detector and its agents, the watch monitor against injected faults, the fault
+# harness, the HTML page and the terminal), or a variant of a matrix whose first cases run on
+# both. `make test` runs these on Debian's torch 1.13 only; `make test-all` on both torches.
+ONE_TORCH = pytest.mark.one_torch
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "one_torch: runs on one torch in `make test`, on both in `make test-all`")
+
+
 def line_of(path: Path, text: str) -> int:
     """The 1-based line of the only line of `path` containing `text`."""
     hits = [n for n, line in enumerate(path.read_text().splitlines(), 1) if text in line]

@@ -18,7 +18,7 @@ from typing import Iterator
 
 import pytest
 
-from conftest import PYTHON, REPO
+from conftest import ONE_TORCH, PYTHON, REPO
 
 sys.path.insert(0, str(REPO / "tests" / "faults"))
 import sweep  # noqa: E402
@@ -40,7 +40,7 @@ def _why_unusable() -> str:
 
 
 WHY_UNUSABLE = _why_unusable()
-pytestmark = pytest.mark.skipif(bool(WHY_UNUSABLE), reason=WHY_UNUSABLE)
+pytestmark = [ONE_TORCH, pytest.mark.skipif(bool(WHY_UNUSABLE), reason=WHY_UNUSABLE)]
 
 
 class TimeLimitExceeded(Exception):

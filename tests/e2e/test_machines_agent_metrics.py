@@ -16,10 +16,12 @@ from typing import Dict, List
 
 import pytest
 
-from conftest import BUILD, PYTHON, REPO, UPGUARD
+from conftest import BUILD, ONE_TORCH, PYTHON, REPO, UPGUARD
 
 sys.path.insert(0, str(REPO / "tests" / "faults"))
 import ring  # noqa: E402  (the ring read from its spec alone, not through upguard's reader)
+
+pytestmark = ONE_TORCH
 
 DDP = REPO / "examples" / "gpt_ddp.py"
 FAKE_NVML = BUILD / "testdata" / "libupguard_fake_nvml.so"

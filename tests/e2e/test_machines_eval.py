@@ -15,14 +15,14 @@ import time
 
 import pytest
 
-from conftest import BUILD, PYTHON, REPO
+from conftest import BUILD, ONE_TORCH, PYTHON, REPO
 from test_fault_cluster import WHY_UNUSABLE, timeout, timeout_and_no_leftovers  # noqa: F401
 
 sys.path.insert(0, str(REPO / "tests" / "faults"))
 from machines_scenarios import (GRACE_S, QUICK, concatenate, detect, fit,  # noqa: E402
                                 is_true_positive, methods, run_scenario)
 
-pytestmark = pytest.mark.skipif(bool(WHY_UNUSABLE), reason=WHY_UNUSABLE)
+pytestmark = [ONE_TORCH, pytest.mark.skipif(bool(WHY_UNUSABLE), reason=WHY_UNUSABLE)]
 UPGUARD = str(BUILD / "upguard")
 
 

@@ -10,10 +10,12 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import REPO, upguard
+from conftest import ONE_TORCH, REPO, upguard
 
 sys.path.insert(0, str(REPO / "examples"))
 from machine_metrics import START, write_cluster  # noqa: E402
+
+pytestmark = ONE_TORCH
 
 
 def fit(tmp_path: Path, *extra: str) -> Path:

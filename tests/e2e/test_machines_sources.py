@@ -19,7 +19,9 @@ from typing import Iterator, List, Tuple
 
 import pytest
 
-from conftest import REPO, UPGUARD, upguard
+from conftest import ONE_TORCH, REPO, UPGUARD, upguard
+
+pytestmark = ONE_TORCH
 
 PROMETHEUS = shutil.which("prometheus")
 PROMTOOL = shutil.which("promtool")

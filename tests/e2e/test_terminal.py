@@ -11,7 +11,9 @@ import struct
 import subprocess
 import termios
 
-from conftest import PYTHON, TRAIN, UPGUARD, planted
+from conftest import ONE_TORCH, PYTHON, TRAIN, UPGUARD, planted
+
+pytestmark = ONE_TORCH
 
 
 def on_terminal(*args, env=None, rows=24, columns=100) -> str:

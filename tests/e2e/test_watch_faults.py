@@ -14,13 +14,13 @@ import time
 
 import pytest
 
-from conftest import BUILD, PYTHON, REPO, line_of
+from conftest import BUILD, ONE_TORCH, PYTHON, REPO, line_of
 from test_fault_cluster import WHY_UNUSABLE, timeout, timeout_and_no_leftovers  # noqa: F401
 
 sys.path.insert(0, str(REPO / "tests" / "faults"))
 from watch_cases import CASES, FAULTY, healthy_alerts, run_case  # noqa: E402
 
-pytestmark = pytest.mark.skipif(bool(WHY_UNUSABLE), reason=WHY_UNUSABLE)
+pytestmark = [ONE_TORCH, pytest.mark.skipif(bool(WHY_UNUSABLE), reason=WHY_UNUSABLE)]
 
 DDP = REPO / "examples" / "gpt_ddp.py"
 

@@ -22,14 +22,14 @@ from typing import Callable, Iterator, List, Optional
 
 import pytest
 
-from conftest import BUILD, PYTHON, REPO
+from conftest import BUILD, ONE_TORCH, PYTHON, REPO
 from test_fault_cluster import WHY_UNUSABLE, timeout, timeout_and_no_leftovers  # noqa: F401
 
 sys.path.insert(0, str(REPO / "tests" / "faults"))
 import ring  # noqa: E402
 from cluster import Cluster, Job  # noqa: E402
 
-pytestmark = pytest.mark.skipif(bool(WHY_UNUSABLE), reason=WHY_UNUSABLE)
+pytestmark = [ONE_TORCH, pytest.mark.skipif(bool(WHY_UNUSABLE), reason=WHY_UNUSABLE)]
 
 DDP = REPO / "examples" / "gpt_ddp.py"
 HOSTS = 2

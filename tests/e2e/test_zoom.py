@@ -15,7 +15,7 @@ from typing import Dict, Tuple
 
 import pytest
 
-from conftest import PYTHON, REPO, TRAIN, record, upguard
+from conftest import ONE_TORCH, PYTHON, REPO, TRAIN, record, upguard
 
 DDP = REPO / "examples" / "gpt_ddp.py"
 STEPS = ("--steps", "200", "--resume-every", "50")
@@ -77,6 +77,9 @@ def test_zoom_resumes_at_the_latest_snapshot_and_names_the_op(reference: Path, g
     assert "run A: resumed at step 100" in text and "CULPRIT  step 150, forward, aten::gelu" in text
 
 
+# The re-run's fallbacks below are the CLI's choice: on one torch (the resume itself, above, and
+# the DDP zoom run on both).
+@ONE_TORCH
 def test_zoom_without_snapshots_runs_from_step_0(runs: Path, reference: Path):
     adamw = fingerprinted(runs / "adamw", "--plant", "adamw-eps", "--plant-step", "150")
     for run in (reference, adamw):
@@ -101,6 +104,7 @@ runpy.run_path(%r, run_name="__main__")
 """
 
 
+@ONE_TORCH
 def test_a_snapshot_that_misses_the_batches_is_caught_and_run_again_from_step_0(
         runs: Path, tmp_path: Path):
     script = tmp_path / "no_batches.py"
@@ -125,6 +129,7 @@ runpy.run_path(%r, run_name="__main__")
 """
 
 
+@ONE_TORCH
 def test_a_program_that_does_not_reproduce_is_an_error_not_a_culprit(runs: Path,
                                                                     tmp_path: Path):
     script = tmp_path / "random_seed.py"
