@@ -17,6 +17,7 @@ import platform
 import subprocess
 import sys
 import tempfile
+from typing import List, Tuple
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -85,13 +86,32 @@ def fingerprint_section(build: Path, quick: bool) -> str:
             "\n".join(verdicts))
 
 
+def torch_builds(build: Path) -> List[Tuple[str, str, Path]]:
+    """(label, python, build directory) of Debian's torch 1.13 and, where `make build-torch2`
+    made one, of PyPI's torch 2.x in .venv-torch2."""
+    torch2 = REPO / ".venv-torch2" / "bin" / "python"
+    facts = subprocess.run([str(torch2), "cmake/interpreter_facts.py", "--make"], cwd=REPO,
+                           capture_output=True, text=True) if torch2.exists() else None
+    builds = [("1.13 (Debian)", PYTHON, build)]
+    if facts is not None and facts.returncode == 0:
+        torch2_build = REPO / facts.stdout.split()[0]
+        if (torch2_build / "python").is_dir():
+            builds.append(("2.x (PyPI)", str(torch2), torch2_build))
+    return builds
+
+
 def op_cost_section(build: Path, quick: bool) -> str:
-    env = dict(os.environ, PYTHONPATH=str(build / "python"))
+    lines: List[str] = []
+    for _, python, torch_build in torch_builds(build):  # a row per torch, one after the other
+        env = dict(os.environ, PYTHONPATH=str(torch_build / "python"))
+        table = run([python, "bench/op_cost.py"] + (["--pairs", "4"] if quick else []),
+                    env=env).splitlines()
+        lines += table if not lines else table[2:]  # one header
     return ("## Host time per recorded op (issue 19, part 1)\n\n`bench/op_cost.py`: blocks of "
             "the demo GPT's steps in pairs, untraced and recorded in full (digests and "
             "statistics), the order alternating; per pair the added time over the ops recorded; "
-            "medians.\n\n" +
-            run([PYTHON, "bench/op_cost.py"] + (["--pairs", "4"] if quick else []), env=env))
+            "medians. A row per torch (`make build-torch2` adds the torch 2.x one).\n\n" +
+            "\n".join(lines))
 
 
 def hash_pool_section(build: Path, quick: bool) -> str:
@@ -126,12 +146,7 @@ def zoom_section(build: Path, quick: bool) -> str:
 def torches_section(build: Path, quick: bool) -> str:
     """The training overhead under Debian's torch 1.13 and PyPI's torch 2.x, one after the
     other in this run: the same GPT, steps and configurations (ratios are within each torch)."""
-    torch2 = REPO / ".venv-torch2" / "bin" / "python"
-    facts = subprocess.run([str(torch2), "cmake/interpreter_facts.py", "--make"], cwd=REPO,
-                           capture_output=True, text=True) if torch2.exists() else None
-    builds = [("1.13 (Debian)", PYTHON, build)]
-    if facts is not None and facts.returncode == 0:
-        builds.append(("2.x (PyPI)", str(torch2), REPO / facts.stdout.split()[0]))
+    builds = torch_builds(build)
     out = ["## Training overhead on both torches", "",
            "`bench/training_overhead.py` under each torch, one after the other in one run "
            "(`bench/run_all.py --only torches`); each ratio is to the untraced step of the "
