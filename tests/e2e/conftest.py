@@ -34,9 +34,9 @@ TORCH2 = TORCH_VERSION >= (2, 0)
 
 
 # `one_torch`: a test whose subject does not depend on the torch that runs the training (the
-# machines detector and its agents, the watch monitor against injected faults, the fault
-# harness, the HTML page and the terminal), or a variant of a matrix whose first cases run on
-# both. `make test` runs these on Debian's torch 1.13 only; `make test-all` on both torches.
+# machines detector and its agents, the watch monitor against injected faults and across hosts,
+# the fault harness, the terminal), or a later case of a matrix whose other cases run on both.
+# `make test` runs these on Debian's torch 1.13 only; `make test-all` on both torches.
 ONE_TORCH = pytest.mark.one_torch
 
 
