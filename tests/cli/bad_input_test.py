@@ -19,6 +19,18 @@ import tempfile
 UPGUARD, UGT_TEXT = (os.path.abspath(p) for p in sys.argv[1:3])
 STRIDE = int(sys.argv[3]) if len(sys.argv) > 3 else 1
 failures = []
+
+
+def sampled(count, every=1):
+    """Positions 0, every, 2 * every, ... below count; with STRIDE > 1 the k-th STRIDE of them
+    gives its (k mod STRIDE)-th, so that the sample is not all multiples of STRIDE."""
+    positions = range(0, count, every)
+    if STRIDE == 1:
+        return positions
+    return sorted({positions[min(len(positions) - 1, k * STRIDE + k % STRIDE)]
+                   for k in range((len(positions) + STRIDE - 1) // STRIDE)})
+
+
 checks = 0
 
 TRACE = """meta {"rank":0,"world_size":1,"argv":["/usr/bin/python3","train.py"]}
@@ -308,15 +320,15 @@ def main():
         check("explain a run that cannot be re-run", ["diff", "good", "changed", "--explain"],
               tmp, must_say=("did not reach step", "meta.json"))
 
-        # Cut the trace at every byte and flip every 7th byte (each STRIDE-th of those): never a crash.
+        # Cut the trace at every byte and flip every 7th byte (a STRIDE-th of those): never a crash.
         os.makedirs(os.path.join(tmp, "cut"))
         cut_path = os.path.join(tmp, "cut", "rank0.ugt")
-        for size in range(0, len(data), STRIDE):
+        for size in sampled(len(data)):
             with open(cut_path, "wb") as f:
                 f.write(data[:size])
             check(f"cut at {size}", ["show", "cut", "--allow-damaged"], tmp, code=None)
             check(f"diff cut at {size}", ["diff", "good", "cut"], tmp, code=None)
-        for pos in range(0, len(data), 7 * STRIDE):
+        for pos in sampled(len(data), 7):
             flipped = bytearray(data)
             flipped[pos] ^= 0xFF
             with open(cut_path, "wb") as f:
@@ -327,14 +339,14 @@ def main():
         collectives = write_run(os.path.join(tmp, "collectives"), COLLECTIVES)
         with open(collectives, "rb") as f:
             data = f.read()
-        for size in range(0, len(data), STRIDE):
+        for size in sampled(len(data)):
             with open(cut_path, "wb") as f:
                 f.write(data[:size])
             check(f"collectives cut at {size}", ["show", "cut", "--allow-damaged", "--json"], tmp,
                   code=None)
             check(f"collectives diff cut at {size}",
                   ["diff", "collectives", "cut", "--allow-damaged"], tmp, code=None)
-        for pos in range(0, len(data), 5 * STRIDE):
+        for pos in sampled(len(data), 5):
             flipped = bytearray(data)
             flipped[pos] ^= 0xFF
             with open(cut_path, "wb") as f:
