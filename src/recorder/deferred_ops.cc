@@ -14,20 +14,25 @@ bool Done(const std::vector<ArgRecord>& args) {
 
 }  // namespace
 
+Status ResolvePendingArg(ArgRecord* arg) {
+  const StatusOr<TensorDigest>& digest = arg->pending->Wait();
+  if (!digest.ok()) return digest.status();
+  arg->digest = digest->digest;
+  arg->has_stats = digest->has_stats;
+  arg->stats = digest->stats;
+  arg->pending.reset();
+  return Status::Ok();
+}
+
 Status ResolvePending(const char* side, std::vector<ArgRecord>* args) {
   for (size_t arg_idx = 0; arg_idx < args->size(); ++arg_idx) {
     ArgRecord& arg = (*args)[arg_idx];
     if (arg.pending == nullptr) continue;
-    const StatusOr<TensorDigest>& digest = arg.pending->Wait();
-    if (!digest.ok()) {
-      return Status(digest.status().code(), std::string("digest of ") + side + " " +
-                                                std::to_string(arg_idx) + ": " +
-                                                digest.status().message());
+    const Status status = ResolvePendingArg(&arg);
+    if (!status.ok()) {
+      return Status(status.code(), std::string("digest of ") + side + " " +
+                                       std::to_string(arg_idx) + ": " + status.message());
     }
-    arg.digest = digest->digest;
-    arg.has_stats = digest->has_stats;
-    arg.stats = digest->stats;
-    arg.pending.reset();
   }
   return Status::Ok();
 }

@@ -16,8 +16,12 @@
 
 namespace upguard {
 
-// Puts each pool digest of `args` into its record, waiting for it if needed; a digest that
-// failed is an error naming `side` ("input", "output") and the argument's index.
+// Puts `arg`'s pool digest (arg->pending, not null) into the record, waiting for it if needed,
+// and drops the pending one; a digest that failed is its error, and the record is left as it was.
+Status ResolvePendingArg(ArgRecord* arg);
+
+// ResolvePendingArg for each pool digest of `args`; a digest that failed is an error naming
+// `side` ("input", "output") and the argument's index.
 Status ResolvePending(const char* side, std::vector<ArgRecord>* args);
 
 class DeferredOps {

@@ -147,15 +147,12 @@ class Recorder::Impl {
         rec.pending = arg.known_pending;  // the pool's options are these: stats alike
         // Done already (always, once its recorder closed): in the record now, not deferred.
         if (!rec.pending->done()) continue;
-        const StatusOr<TensorDigest>& made = arg.known_pending->Wait();  // held by `arg`
-        rec.pending.reset();
-        if (!made.ok()) {
-          Fail(made.status());
-          continue;
+        const Status resolved = ResolvePendingArg(&rec);
+        if (!resolved.ok()) {
+          rec.pending.reset();
+          Fail(resolved);
         }
-        rec.digest = made->digest;
-        rec.has_stats = made->has_stats && options_.stats;
-        rec.stats = made->stats;
+        rec.has_stats = rec.has_stats && options_.stats;
         continue;
       }
       if (Offload(arg)) {
