@@ -107,10 +107,16 @@ def op_cost_section(build: Path, quick: bool) -> str:
         table = run([python, "bench/op_cost.py"] + (["--pairs", "4"] if quick else []),
                     env=env).splitlines()
         lines += table if not lines else table[2:]  # one header
-    return ("## Host time per recorded op (issue 19, part 1)\n\n`bench/op_cost.py`: blocks of "
-            "the demo GPT's steps in pairs, untraced and recorded in full (digests and "
-            "statistics), the order alternating; per pair the added time over the ops recorded; "
-            "medians. A row per torch (`make build-torch2` adds the torch 2.x one).\n\n" +
+    return ("## Host time per recorded op (issue 19, part 1)\n\n`bench/op_cost.py`: rounds of "
+            "the demo GPT's steps, a block untraced and a block under each recording, the order "
+            "rotating; per round the added time over the ops a full recording records; medians. "
+            "A row per torch (`make build-torch2` adds the torch 2.x one). Where the time goes, "
+            "with the recorder's own options: *no stats* records with `stats=False` (the "
+            "difference to the full figure is the statistics' share); *step skipped* keeps the "
+            "recording on while the timed steps fall outside its `steps`, so the op callbacks "
+            "run and record nothing: torch boxing every op's inputs and outputs for them, the "
+            "module hooks and upguard's per-op bookkeeping of writes and allocations, the floor "
+            "under any recorded op (docs/design-notes.md, \"Where torch 2.15's 7.6 us go\").\n\n" +
             "\n".join(lines))
 
 
