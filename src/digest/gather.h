@@ -18,6 +18,7 @@
 // several whole rows, those rows are copied together column by column (CopyTile): each source
 // cache line then serves every row it holds, where a row-by-row gather would fetch it once per
 // row, a cache miss (and often a TLB miss) per element.
+// Full blocks of 4- and 2-byte elements are turned in SSE2 registers, 4x4 or 8x8 at a time.
 #pragma once
 
 #include <cstddef>
