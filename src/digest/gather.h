@@ -19,6 +19,8 @@
 // cache line then serves every row it holds, where a row-by-row gather would fetch it once per
 // row, a cache miss (and often a TLB miss) per element.
 // Full blocks of 4- and 2-byte elements are turned in SSE2 registers, 4x4 or 8x8 at a time.
+// Rows that are contiguous inside but apart (heads split off a wider row) are copied whole
+// rows at a time (CopyRows), without the odometer between them.
 #pragma once
 
 #include <cstddef>

@@ -109,6 +109,45 @@ TEST(DigestGatherTest, TransposedTilesMatchStrideFormula) {
   }
 }
 
+// Rows contiguous inside, apart from each other (heads split off a wider row, a column
+// slice): whole rows copied together (StridedReader's CopyRows), every fixed row size and one
+// that is not, read in pieces that start and end mid-row and that span many rows.
+TEST(DigestGatherTest, ContiguousRowsMatchStrideFormula) {
+  std::vector<uint8_t> storage(64 * 1024);
+  for (size_t byte_idx = 0; byte_idx < storage.size(); ++byte_idx) {
+    storage[byte_idx] = static_cast<uint8_t>(byte_idx * 151 + (byte_idx >> 9));
+  }
+  for (const DType dtype : {DType::kUInt8, DType::kInt16, DType::kFloat32, DType::kFloat64}) {
+    const int64_t elem_size = static_cast<int64_t>(DTypeSize(dtype));
+    for (const int64_t row_bytes : {16, 32, 64, 128, 256, 48}) {
+      const int64_t row = row_bytes / elem_size;
+      // [batch, heads, rows, row] of a [batch, rows, 3 * heads * row]: a head's row is
+      // contiguous, the next row 3 * heads * row elements further.
+      const int64_t heads = 2, rows = 9, batch = 3, width = 3 * heads * row;
+      const OwnedView layout{dtype,
+                             {batch, heads, rows, row},
+                             {rows * width, row, width, 1},
+                             storage.data() + elem_size};
+      const std::vector<uint8_t> expected = LogicalBytes(layout);
+      const uint64_t numel = expected.size() / static_cast<uint64_t>(elem_size);
+      for (const uint64_t piece : {uint64_t{5}, static_cast<uint64_t>(3 * row + 1), numel}) {
+        StridedReader reader(layout.data, static_cast<size_t>(elem_size), layout.sizes.data(),
+                             layout.strides.data(), 4);
+        const uint64_t start = piece == numel ? 0 : 3;
+        reader.Seek(start);
+        std::vector<uint8_t> got((numel - start) * static_cast<uint64_t>(elem_size));
+        for (uint64_t done = start; done < numel; done += std::min(piece, numel - done)) {
+          reader.Read(std::min(piece, numel - done),
+                      &got[(done - start) * static_cast<uint64_t>(elem_size)]);
+        }
+        EXPECT_TRUE(std::equal(got.begin(), got.end(),
+                               expected.begin() + static_cast<int64_t>(start) * elem_size))
+            << DTypeName(dtype) << " row of " << row_bytes << " bytes, piece " << piece;
+      }
+    }
+  }
+}
+
 TEST(DigestGatherTest, EveryElementSize) {
   std::vector<uint8_t> storage(16 * 40);
   std::iota(storage.begin(), storage.end(), 0);
