@@ -202,33 +202,26 @@ void StridedReader::Read(uint64_t num_elements, uint8_t* out) {
   }
   const int inner = ndim_ - 1;
   const auto elem_size = static_cast<int64_t>(elem_size_);
+  const int64_t row = sizes_[inner];
   // A transposed pair of innermost dimensions: rows are strided, but the next row's element
   // sits right after this row's.
   const bool transposed = ndim_ >= 2 && strides_[inner - 1] == elem_size &&
                           strides_[inner] != elem_size && strides_[inner] != 0;
+  // Rows contiguous inside (a slice, or heads split off a wider row), apart from each other.
   const bool rows_contiguous = ndim_ >= 2 && strides_[inner] == elem_size;
   while (num_elements > 0) {
-    const int64_t row = sizes_[inner];
-    if (transposed && index_[inner] == 0) {
-      const int64_t rows = std::min({kTileBytes / elem_size, sizes_[inner - 1] - index_[inner - 1],
+    // Whole rows from the start of one: a transposed tile, or contiguous rows, without the
+    // odometer between them.
+    if ((transposed || rows_contiguous) && index_[inner] == 0) {
+      const int64_t rows = std::min({transposed ? kTileBytes / elem_size : sizes_[inner - 1],
+                                     sizes_[inner - 1] - index_[inner - 1],
                                      static_cast<int64_t>(num_elements) / row});
       if (rows >= 2) {
-        CopyTile(data_ + offset_, rows, out);
-        out += rows * row * elem_size;
-        num_elements -= static_cast<uint64_t>(rows * row);
-        index_[inner - 1] += rows;
-        offset_ += rows * strides_[inner - 1];
-        Carry(inner - 1);
-        continue;
-      }
-    }
-    // Contiguous rows (a slice, or heads split off a wider row): whole rows of the next outer
-    // dimension at once, without the odometer between them.
-    if (rows_contiguous && index_[inner] == 0) {
-      const int64_t rows =
-          std::min(sizes_[inner - 1] - index_[inner - 1], static_cast<int64_t>(num_elements) / row);
-      if (rows >= 2) {
-        CopyRows(data_ + offset_, strides_[inner - 1], row * elem_size, rows, out);
+        if (transposed) {
+          CopyTile(data_ + offset_, rows, out);
+        } else {
+          CopyRows(data_ + offset_, strides_[inner - 1], row * elem_size, rows, out);
+        }
         out += rows * row * elem_size;
         num_elements -= static_cast<uint64_t>(rows * row);
         index_[inner - 1] += rows;
