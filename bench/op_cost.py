@@ -15,7 +15,7 @@ timed steps. Per round and configuration: (its step - the untraced step) / ops r
 (the full recording's count for all three); printed are the medians of the rounds, with the
 step ratio and the issue's targets (<= 1.0 us an op, <= 1.25x a step) for the full recording.
 
-    PYTHONPATH=build/release/python /usr/bin/python3 bench/op_cost.py [--pairs N] [--json F]
+    PYTHONPATH=build/release/python /usr/bin/python3 bench/op_cost.py [--rounds N] [--json F]
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def measure(rounds: int, steps_per_block: int) -> Dict:
             "skipped_us_per_op": statistics.median(per_op["step skipped"]),
             "skipped_ratio": statistics.median(
                 r / u for u, r in zip(times["untraced"], times["step skipped"])),
-            "pairs": rounds, "steps_per_block": steps_per_block, "torch": torch.__version__}
+            "rounds": rounds, "steps_per_block": steps_per_block, "torch": torch.__version__}
 
 
 def main() -> None:

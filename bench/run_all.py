@@ -104,7 +104,7 @@ def op_cost_section(build: Path, quick: bool) -> str:
     lines: List[str] = []
     for _, python, torch_build in torch_builds(build):  # a row per torch, one after the other
         env = dict(os.environ, PYTHONPATH=str(torch_build / "python"))
-        table = run([python, "bench/op_cost.py"] + (["--pairs", "4"] if quick else []),
+        table = run([python, "bench/op_cost.py"] + (["--rounds", "4"] if quick else []),
                     env=env).splitlines()
         lines += table if not lines else table[2:]  # one header
     return ("## Host time per recorded op (issue 19, part 1)\n\n`bench/op_cost.py`: rounds of "
