@@ -8,6 +8,9 @@ where that time goes, with the recorder's own options:
                 nothing (torch boxing every op's inputs and outputs for them, the module hooks,
                 upguard's per-op bookkeeping of writes and allocations): the floor under any
                 recorded op
+  torch only    no recording; callbacks registered as the recorder's that do nothing
+                (_C.probe_interception): torch's own cost of intercepting every op, boxing its
+                inputs and outputs
 
 Blocks of N steps run in rounds, one block per configuration and one untraced, the order
 rotating from round to round; each recording's start, stop and first step fall outside the
@@ -42,7 +45,7 @@ CONFIGS = {"recorded": {}, "no stats": {"stats": False}, "step skipped": {"steps
 def measure(rounds: int, steps_per_block: int) -> Dict:
     steps = make_trainer(2, 64, 32, 8)
     steps(2)  # warm up
-    names = ["untraced"] + list(CONFIGS)
+    names = ["untraced"] + list(CONFIGS) + ["torch only"]
     times: Dict[str, List[float]] = {name: [] for name in names}
     ops: List[float] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -52,6 +55,11 @@ def measure(rounds: int, steps_per_block: int) -> Dict:
                 if name == "untraced":
                     times[name].append(steps(steps_per_block))
                     continue
+                if name == "torch only":
+                    _C.probe_interception(True)
+                    times[name].append(steps(steps_per_block))
+                    _C.probe_interception(False)
+                    continue
                 with upguard.record(os.path.join(tmp, f"run{round_idx}-{len(times[name])}-"
                                                  f"{name.replace(' ', '_')}"), **CONFIGS[name]):
                     steps(1)  # the first recorded step names the model's tensors
@@ -60,7 +68,7 @@ def measure(rounds: int, steps_per_block: int) -> Dict:
                     if name == "recorded":
                         ops.append((_C.ops_recorded() - before) / steps_per_block)
     per_op = {name: [(t - u) / o * 1e6 for t, u, o in zip(times[name], times["untraced"], ops)]
-              for name in CONFIGS}
+              for name in list(CONFIGS) + ["torch only"]}
     recorded = per_op["recorded"]
     return {"untraced_ms": statistics.median(times["untraced"]) * 1e3,
             "recorded_ms": statistics.median(times["recorded"]) * 1e3,
@@ -73,6 +81,7 @@ def measure(rounds: int, steps_per_block: int) -> Dict:
             "skipped_us_per_op": statistics.median(per_op["step skipped"]),
             "skipped_ratio": statistics.median(
                 r / u for u, r in zip(times["untraced"], times["step skipped"])),
+            "torch_only_us_per_op": statistics.median(per_op["torch only"]),
             "rounds": rounds, "steps_per_block": steps_per_block, "torch": torch.__version__}
 
 
@@ -85,14 +94,15 @@ def main() -> None:
     row = measure(args.rounds, steps_per_block=5)
     print("| model | torch | step untraced (ms) | step recorded (ms) | ops a step | "
           "host time an op (us, median; range) | target | step ratio | target | "
-          "no stats (us an op) | step skipped (us an op; ratio) |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "no stats (us an op) | step skipped (us an op; ratio) | torch only (us an op) |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     print(f"| demo GPT 2x64, seq 32, batch 8 | {row['torch']} | {row['untraced_ms']:.2f} | "
           f"{row['recorded_ms']:.2f} | {row['ops_per_step']:.0f} | {row['us_per_op']:.2f}; "
           f"{row['us_per_op_range'][0]:.2f}-{row['us_per_op_range'][1]:.2f} | <= 1.00 "
           f"**{'PASS' if row['us_per_op'] <= 1.0 else 'MISS'}** | {row['ratio']:.2f}x | <= 1.25x "
           f"**{'PASS' if row['ratio'] <= 1.25 else 'MISS'}** | {row['no_stats_us_per_op']:.2f} | "
-          f"{row['skipped_us_per_op']:.2f}; {row['skipped_ratio']:.2f}x |")
+          f"{row['skipped_us_per_op']:.2f}; {row['skipped_ratio']:.2f}x | "
+          f"{row['torch_only_us_per_op']:.2f} |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(row, f, indent=1)

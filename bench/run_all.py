@@ -116,7 +116,10 @@ def op_cost_section(build: Path, quick: bool) -> str:
             "recording on while the timed steps fall outside its `steps`, so the op callbacks "
             "run and record nothing: torch boxing every op's inputs and outputs for them, the "
             "module hooks and upguard's per-op bookkeeping of writes and allocations, the floor "
-            "under any recorded op (docs/design-notes.md, \"Where torch 2.15's 7.6 us go\").\n\n" +
+            "under any recorded op; *torch only* records nothing and registers callbacks as the "
+            "recorder's that do nothing (`_C.probe_interception`): torch's own cost of "
+            "intercepting every op, boxing its inputs and outputs (docs/design-notes.md, "
+            "\"Where torch 2.15's 7.6 us go\").\n\n" +
             "\n".join(lines))
 
 

@@ -10,6 +10,7 @@
 
 #include "adapter.h"
 #include "collectives.h"
+#include "interception_probe.h"
 #include "model_walk.h"
 #include "online/online_check.h"
 #include "undeclared_writes.h"
@@ -315,6 +316,17 @@ PYBIND11_MODULE(_C, m) {
       py::arg("on"),
       "Starts (True) or stops (False) the write probe (write_probe.h); stopping returns "
       "(op, argument, in the table) for every input an op wrote without its schema saying so.");
+  m.def(
+      "probe_interception",
+      [](bool on) -> uint64_t {
+        if (!on) return adapter::StopInterceptionProbe();
+        adapter::StartInterceptionProbe();
+        return 0;
+      },
+      py::arg("on"),
+      "Starts (True) or stops (False) callbacks registered as the recorder's that do nothing "
+      "(interception_probe.h): torch's own cost of intercepting every op; stopping returns the "
+      "ops they saw.");
   m.def("undeclared_write_table", [] {
     std::vector<std::tuple<std::string, std::string, std::string>> rows;
     for (const adapter::UndeclaredWrite& write : adapter::UndeclaredWrites()) {
