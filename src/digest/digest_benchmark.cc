@@ -7,6 +7,7 @@
 // Names (parsed by bench/digest_throughput.py):
 //   MemoryRead/bytes:<B>/threads:<T>                    the baseline
 //   Digest/<f32|bf16>/<contiguous|transposed>/<stats|hash>/bytes:<B>/threads:<T>
+//   DigestMasked/f32/contiguous/stats/bytes:<B>  (a causal mask's scores: -Inf above the diagonal)
 //   DigestTiny/<f32|bf16>/<stats|hash>/numel:<N>        the fixed cost per recorded op
 //
 // The baseline sums the buffer as uint64 (AVX2 where the CPU has it, see SumWords) and splits
@@ -21,6 +22,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -196,6 +198,20 @@ void BM_DigestTiny(benchmark::State& state, Case c, int64_t numel) {
   RunDigest(state, view, 1, c.stats);
 }
 
+// A causal attention mask's scores: [.., 32, 32] float32 with -Inf above the diagonal (masked_fill
+// before a softmax), so every chunk holds infinities and takes the statistics' masked kernel.
+void BM_DigestMasked(benchmark::State& state, uint64_t bytes) {
+  std::vector<float> scores(bytes / sizeof(float));
+  std::memcpy(scores.data(), Buffer(bytes), bytes);
+  for (size_t idx = 0; idx < scores.size(); ++idx) {
+    if (idx % 32 > (idx / 32) % 32) scores[idx] = -std::numeric_limits<float>::infinity();
+  }
+  const auto numel = static_cast<int64_t>(scores.size());
+  const int64_t stride = 1;
+  RunDigest(state, TensorView{DType::kFloat32, &numel, &stride, 1, scores.data()}, 1, true);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+}
+
 const char* DTypeLabel(DType dtype) { return dtype == DType::kFloat32 ? "f32" : "bf16"; }
 
 void RegisterAll() {
@@ -229,6 +245,13 @@ void RegisterAll() {
             ->MinTime(0.1);
       }
     }
+  }
+  for (const uint64_t bytes : {uint64_t{65536}, uint64_t{1} << 20}) {
+    benchmark::RegisterBenchmark(
+        ("DigestMasked/f32/contiguous/stats/bytes:" + std::to_string(bytes)).c_str(),
+        BM_DigestMasked, bytes)
+        ->UseRealTime()
+        ->MinTime(0.1);
   }
   for (const Case& c : {Case{DType::kFloat32, false, true}, Case{DType::kFloat32, false, false},
                         Case{DType::kBFloat16, false, true}}) {

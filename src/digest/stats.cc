@@ -150,7 +150,8 @@ bool FastChunk(const uint8_t* bytes, size_t num_elements, ChunkStats* out) {
 
 }  // namespace
 
-// float64 takes FastChunk above; float32, float16 and bfloat16 the kernels of stats_fast.h.
+// float64 takes FastChunk above; float32, float16 and bfloat16 the kernels of stats_fast.h,
+// and, where they find a NaN or an infinity, its masked kernel.
 ChunkStats ComputeChunkStats(DType dtype, const uint8_t* bytes, size_t num_bytes,
                              const uint8_t* next, size_t next_bytes) {
   UPGUARD_CHECK(DTypeIsFloating(dtype) && "ComputeChunkStats needs a floating dtype");
@@ -160,9 +161,11 @@ ChunkStats ComputeChunkStats(DType dtype, const uint8_t* bytes, size_t num_bytes
     return ExactChunk<LoadFloat64>(bytes, num_bytes / 8);
   }
   const size_t num_elements = num_bytes / DTypeSize(dtype);
-  if (num_elements >= kMinKernelElements &&
-      internal::FastChunkStats(internal::BestStatsIsa(), dtype, bytes, num_elements, &out, next,
-                               next_bytes)) {
+  if (num_elements >= kMinKernelElements) {
+    if (!internal::FastChunkStats(internal::BestStatsIsa(), dtype, bytes, num_elements, &out, next,
+                                  next_bytes)) {
+      internal::MaskedChunkStats(dtype, bytes, num_elements, &out);  // a NaN or an infinity
+    }
     return out;
   }
   switch (dtype) {

@@ -118,6 +118,91 @@ bool FastChunkBaseline(DType dtype, const uint8_t* bytes, size_t num_elements, C
   }
 }
 
+// A chunk that holds a NaN or an infinity (an attention mask filled with -Inf, a softmax over
+// it), in the baseline kernel's vectors. Each non-finite element is replaced by +0.0 in the
+// sums, which adds nothing: a lane starts at +0.0 and a sum of binary64 values is -0.0 only
+// when both are, so no lane is ever -0.0 and `lane + 0.0 == lane` for all of them (no finite
+// value of these dtypes can overflow a lane either). Its key is left out of min and max, and
+// it is counted by class. So the result is the definition's bit for bit, without a test per
+// element.
+template <typename Load>
+UPGUARD_ALWAYS_INLINE void MaskedKernel(const uint8_t* bytes, size_t num_elements,
+                                        ChunkStats* out) {
+  constexpr int32_t kExponent = 0x7F800000;
+  F64x2 sum[kLanes / 2] = {}, sumsq[kLanes / 2] = {};
+  I32x4 min_key = I32x4{} + std::numeric_limits<int32_t>::max();
+  I32x4 max_key = I32x4{} + std::numeric_limits<int32_t>::min();
+  I32x4 nan = {}, pos_inf = {}, neg_inf = {};  // the counts, negated (a true mask is -1)
+  const size_t full = num_elements - num_elements % kLanes;
+  for (size_t block = 0; block < full; block += kLanes) {
+#pragma GCC unroll 2
+    for (int half = 0; half < 2; ++half) {
+      const I32x4 bits = Bits4<Load>(bytes + (block + 4 * half) * Load::kSize);
+      const I32x4 finite = (bits & kExponent) != kExponent;
+      const I32x4 magnitude = bits & 0x7FFFFFFF;
+      nan += magnitude > kExponent;
+      pos_inf += bits == kExponent;
+      neg_inf += bits == static_cast<int32_t>(0xFF800000u);
+      F64x2 low, high;
+      Widen(reinterpret_cast<F32x4>(bits & finite), &low, &high);
+      sum[2 * half] += low;
+      sumsq[2 * half] += low * low;
+      sum[2 * half + 1] += high;
+      sumsq[2 * half + 1] += high * high;
+      const I32x4 key = bits ^ ((bits >> 31) & 0x7FFFFFFF);
+      min_key = (finite & (key < min_key)) ? key : min_key;
+      max_key = (finite & (key > max_key)) ? key : max_key;
+    }
+  }
+  double lane_sum[kLanes], lane_sumsq[kLanes];
+  int32_t least = std::numeric_limits<int32_t>::max();
+  int32_t greatest = std::numeric_limits<int32_t>::min();
+  *out = ChunkStats{};
+  for (int lane = 0; lane < kLanes; ++lane) {
+    lane_sum[lane] = sum[lane / 2][lane % 2];
+    lane_sumsq[lane] = sumsq[lane / 2][lane % 2];
+  }
+  for (int lane = 0; lane < 4; ++lane) {
+    least = std::min(least, min_key[lane]);
+    greatest = std::max(greatest, max_key[lane]);
+    out->nan_count += static_cast<uint64_t>(-nan[lane]);
+    out->pos_inf_count += static_cast<uint64_t>(-pos_inf[lane]);
+    out->neg_inf_count += static_cast<uint64_t>(-neg_inf[lane]);
+  }
+  for (size_t elem_idx = full; elem_idx < num_elements; ++elem_idx) {
+    const auto bits = static_cast<int32_t>(Load::Bits(bytes + elem_idx * Load::kSize));
+    if ((bits & kExponent) == kExponent) {
+      out->nan_count += (bits & 0x7FFFFFFF) > kExponent;
+      out->pos_inf_count += bits == kExponent;
+      out->neg_inf_count += bits == static_cast<int32_t>(0xFF800000u);
+      continue;
+    }
+    float value;
+    std::memcpy(&value, &bits, sizeof(value));
+    const double v = value;
+    lane_sum[elem_idx % kLanes] += v;
+    lane_sumsq[elem_idx % kLanes] += v * v;
+    const int32_t key = kernel::OrderKey(bits);
+    least = std::min(least, key);
+    greatest = std::max(greatest, key);
+  }
+  const auto tree = [](const double(&l)[kLanes]) {
+    return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+  };
+  out->sum = tree(lane_sum);
+  out->sumsq = tree(lane_sumsq);
+  out->finite_count = num_elements - out->nan_count - out->pos_inf_count - out->neg_inf_count;
+  out->min = std::numeric_limits<double>::infinity();  // the definition's, with none finite
+  out->max = -std::numeric_limits<double>::infinity();
+  if (out->finite_count > 0) {
+    const int32_t keys[2] = {kernel::OrderKey(least), kernel::OrderKey(greatest)};
+    float extremes[2];
+    std::memcpy(extremes, keys, sizeof(extremes));
+    out->min = extremes[0];
+    out->max = extremes[1];
+  }
+}
+
 }  // namespace
 
 bool StatsIsaAvailable(StatsIsa isa) {
@@ -171,6 +256,17 @@ bool FastChunkStats(StatsIsa isa, DType dtype, const uint8_t* bytes, size_t num_
   }
 #endif
   return FastChunkBaseline(dtype, bytes, num_elements, out, prefetch);
+}
+
+void MaskedChunkStats(DType dtype, const uint8_t* bytes, size_t num_elements, ChunkStats* out) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return MaskedKernel<LoadFloat32>(bytes, num_elements, out);
+    case DType::kBFloat16:
+      return MaskedKernel<LoadBFloat16>(bytes, num_elements, out);
+    default:
+      return MaskedKernel<LoadFloat16>(bytes, num_elements, out);
+  }
 }
 
 }  // namespace upguard::internal

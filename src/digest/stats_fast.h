@@ -47,4 +47,10 @@ StatsIsa BestStatsIsa();
 bool FastChunkStats(StatsIsa isa, DType dtype, const uint8_t* bytes, size_t num_elements,
                     ChunkStats* out, const uint8_t* next = nullptr, size_t next_bytes = 0);
 
+// The statistics of any chunk, NaN and infinities included (where FastChunkStats returned
+// false), bitwise the definition's, in the baseline kernel's vectors with no test per element:
+// non-finite values add +0.0 to the lanes (which changes no lane), stay out of min and max and
+// are counted by class with vector masks. Preconditions as FastChunkStats.
+void MaskedChunkStats(DType dtype, const uint8_t* bytes, size_t num_elements, ChunkStats* out);
+
 }  // namespace upguard::internal

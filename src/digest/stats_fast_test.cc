@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -152,6 +153,62 @@ TEST(DigestStatsKernelTest, NonFiniteAnywhereIsReported) {
         ExpectAllKernelsExact(dtype, with_bad, numel,
                               std::string(DTypeName(dtype)) + " special " + std::to_string(which) +
                                   " at " + std::to_string(position));
+      }
+    }
+  }
+}
+
+// The masked kernel (chunks with a NaN or an infinity) against the definition, chunk fields
+// included: the special values cycling (-0.0, subnormals, the greatest finite value among
+// them), one non-finite value in random data at every kind of position, chunks with no finite
+// value, and zeros of both signs beside NaN.
+void ExpectMaskedExact(DType dtype, const std::vector<uint8_t>& bytes, const std::string& what) {
+  const size_t numel = bytes.size() / DTypeSize(dtype);
+  const TensorStats want = testing::ReferenceStats(dtype, bytes);
+  ChunkStats out;
+  MaskedChunkStats(dtype, bytes.data(), numel, &out);
+  EXPECT_EQ(out.finite_count, want.finite_count) << what;
+  EXPECT_EQ(out.nan_count, want.nan_count) << what;
+  EXPECT_EQ(out.pos_inf_count, want.pos_inf_count) << what;
+  EXPECT_EQ(out.neg_inf_count, want.neg_inf_count) << what;
+  if (out.finite_count == 0) {  // the definition's chunk extremes with nothing finite
+    EXPECT_EQ(out.min, std::numeric_limits<double>::infinity()) << what;
+    EXPECT_EQ(out.max, -std::numeric_limits<double>::infinity()) << what;
+  }
+  const TensorStats got = Finished(out);
+  EXPECT_TRUE(StatsBitEqual(got, want))
+      << what << "\n got " << StatsText(got) << "\nwant " << StatsText(want);
+}
+
+TEST(DigestStatsKernelTest, MaskedKernelMatchesTheDefinition) {
+  for (const DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    const size_t elem_size = DTypeSize(dtype);
+    const std::string name(DTypeName(dtype));
+    const size_t chunk = kDigestChunkBytes / elem_size;
+    for (const size_t numel :
+         {size_t{32}, size_t{33}, size_t{47}, size_t{1000}, chunk - 3, chunk}) {
+      const std::vector<uint8_t> special = Pattern(dtype, numel, "special");
+      ExpectMaskedExact(dtype, special, name + " special x" + std::to_string(numel));
+      const std::vector<uint8_t> random = Pattern(dtype, numel, "lcg:9");
+      ExpectMaskedExact(dtype, random, name + " all finite x" + std::to_string(numel));
+      const std::vector<uint8_t> values = Pattern(dtype, 10, "special");
+      for (const size_t position : {size_t{0}, size_t{5}, size_t{17}, numel / 2, numel - 1}) {
+        for (size_t which = 4; which <= 6; ++which) {  // +Inf, -Inf, NaN
+          std::vector<uint8_t> bytes = random;
+          std::memcpy(&bytes[position * elem_size], &values[which * elem_size], elem_size);
+          ExpectMaskedExact(dtype, bytes,
+                            name + " special " + std::to_string(which) + " at " +
+                                std::to_string(position) + " x" + std::to_string(numel));
+        }
+      }
+      for (size_t which = 4; which <= 6; ++which) {  // nothing finite; then -0.0 beside it
+        std::vector<uint8_t> bytes(numel * elem_size);
+        for (size_t idx = 0; idx < numel; ++idx) {
+          const size_t pick = idx % 2 == 1 && which == 6 ? 1 : which;  // -0.0 between NaNs
+          std::memcpy(&bytes[idx * elem_size], &values[pick * elem_size], elem_size);
+        }
+        ExpectMaskedExact(dtype, bytes,
+                          name + " only " + std::to_string(which) + " x" + std::to_string(numel));
       }
     }
   }
