@@ -28,7 +28,7 @@ RATIO_MIN_BYTES = 1 << 20
 TINY_TARGET_NS = 1000.0
 
 NAME = re.compile(
-    r"^(?P<kind>MemoryRead|DigestTiny|Digest)/"
+    r"^(?P<kind>MemoryRead|DigestTiny|DigestMasked|Digest)/"
     r"(?:(?P<dtype>f32|bf16)/)?(?:(?P<layout>contiguous|transposed)/)?"
     r"(?:(?P<mode>stats|hash)/)?"
     r"(?:bytes:(?P<bytes>\d+)/)?(?:numel:(?P<numel>\d+))?(?:threads:(?P<threads>\d+))?")
@@ -89,7 +89,7 @@ def table(rows: list[dict]) -> tuple[str, list[str]]:
     lines = ["| size | case | threads | time per digest | GB/s | x read | target | result |",
              "| ---: | --- | ---: | ---: | ---: | ---: | --- | --- |"]
     judged = []  # (passed, text) per judged row
-    order = {"MemoryRead": 0, "Digest": 1}
+    order = {"MemoryRead": 0, "Digest": 1, "DigestMasked": 2}
     sized = sorted((r for r in rows if r["kind"] != "DigestTiny"),
                    key=lambda r: (int(r["threads"]), int(r["bytes"]), order[r["kind"]]))
     for row in sized:
@@ -98,6 +98,8 @@ def table(rows: list[dict]) -> tuple[str, list[str]]:
         rate = row["bytes_per_second"]
         if row["kind"] == "MemoryRead":
             case = "memory read (uint64 sum)"
+        elif row["kind"] == "DigestMasked":
+            case = "f32 contiguous stats, a causal mask's -Inf above the diagonal"
         else:
             case = f"{row['dtype']} {row['layout']} {'stats' if row['mode'] == 'stats' else 'hash only'}"
         ratio = rate / read if read else None

@@ -7,7 +7,8 @@
 // Names (parsed by bench/digest_throughput.py):
 //   MemoryRead/bytes:<B>/threads:<T>                    the baseline
 //   Digest/<f32|bf16>/<contiguous|transposed>/<stats|hash>/bytes:<B>/threads:<T>
-//   DigestMasked/f32/contiguous/stats/bytes:<B>  (a causal mask's scores: -Inf above the diagonal)
+//   DigestMasked/f32/contiguous/stats/bytes:<B>/threads:1  a causal mask's scores (-Inf above
+//                                                     the diagonal): the masked kernel
 //   DigestTiny/<f32|bf16>/<stats|hash>/numel:<N>        the fixed cost per recorded op
 //
 // The baseline sums the buffer as uint64 (AVX2 where the CPU has it, see SumWords) and splits
@@ -248,7 +249,7 @@ void RegisterAll() {
   }
   for (const uint64_t bytes : {uint64_t{65536}, uint64_t{1} << 20}) {
     benchmark::RegisterBenchmark(
-        ("DigestMasked/f32/contiguous/stats/bytes:" + std::to_string(bytes)).c_str(),
+        ("DigestMasked/f32/contiguous/stats/bytes:" + std::to_string(bytes) + "/threads:1").c_str(),
         BM_DigestMasked, bytes)
         ->UseRealTime()
         ->MinTime(0.1);
