@@ -240,13 +240,18 @@ Verdict RankVerdict(const RankDiff& diff) {
 
 // From version 3 on, a step digest covers exactly what the comparison compares (trace.md §5.4):
 // differing digests mean some compared op differs. Version 4 (phase recompute) left the digest
-// as version 3 defines it, so 3 and 4 compare with each other.
+// as version 3 defines it, so 3 and 4 compare with each other; version 5 places collectives
+// among the compared ops only, so it compares with 5 only (equal digests still mean equal
+// steps: StepsIdentical).
 constexpr uint16_t kFirstComparableDigestVersion = 3;
+constexpr uint16_t kCollectivesAmongComparedOps = 5;
 
 bool DigestsDiffer(const RankTrace& ta, const StepInfo& sa, const RankTrace& tb,
                    const StepInfo& sb) {
+  const bool same_definition =
+      (ta.version >= kCollectivesAmongComparedOps) == (tb.version >= kCollectivesAmongComparedOps);
   return ta.version >= kFirstComparableDigestVersion &&
-         tb.version >= kFirstComparableDigestVersion && sa.end && sb.end &&
+         tb.version >= kFirstComparableDigestVersion && same_definition && sa.end && sb.end &&
          sa.end->digest != sb.end->digest;
 }
 

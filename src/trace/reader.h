@@ -77,6 +77,6 @@ class TraceReader {
 
 // Lowest and highest trace format versions this reader reads.
 inline constexpr uint16_t kTraceVersionMin = 1;
-inline constexpr uint16_t kTraceVersionMax = 4;
+inline constexpr uint16_t kTraceVersionMax = 5;
 
 }  // namespace upguard

@@ -2,6 +2,7 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <string>
 
 #include "trace/format.h"
@@ -56,6 +57,7 @@ void StepDigester::Reset() {
   XXH3_128bits_reset(state_->xxh);
   state_->pending.clear();
   op_count_ = 0;
+  input_ops_.clear();
 }
 
 // The op's bytes are gathered and hashed in one update: XXH3's streaming state costs per call,
@@ -64,8 +66,11 @@ void StepDigester::Reset() {
 // vouches for them and they are dropped; else they are hashed before it. Input-pipeline ops
 // never enter.
 void StepDigester::AddOp(const OpRecord& op, const StringTable& strings) {
+  if (op.phase == Phase::kInput) {
+    input_ops_.push_back(op_count_++);
+    return;
+  }
   ++op_count_;
-  if (op.phase == Phase::kInput) return;
   std::string& buffer = op.depth > 0 ? state_->pending : state_->buffer;
   if (op.depth == 0) buffer.clear();
   buffer.append(strings.Get(op.op));
@@ -91,7 +96,9 @@ void StepDigester::AddCollective(uint64_t op_index, const CollectiveInfo& info,
   FoldPending();
   std::string& buffer = state_->buffer;
   buffer.assign(1, static_cast<char>(kCollectiveMark));
-  AppendVarint(op_index, &buffer);
+  const auto inputs_before = static_cast<uint64_t>(
+      std::lower_bound(input_ops_.begin(), input_ops_.end(), op_index) - input_ops_.begin());
+  AppendVarint(op_index - inputs_before, &buffer);
   buffer.push_back(static_cast<char>(info.completed ? kCollectiveFlagCompleted : 0));
   AppendArgs(info.outputs, strings, &buffer);
   XXH3_128bits_update(state_->xxh, buffer.data(), buffer.size());

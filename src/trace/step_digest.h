@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "digest/digest.h"
 #include "trace/records.h"
@@ -35,7 +36,9 @@ class StepDigester {
   // Precondition: every string id in `op` is < strings.size().
   void AddOp(const OpRecord& op, const StringTable& strings);
   // A Collective record of the step; `op_index` is its op_seq minus the seq of the step's first
-  // op. Call after the step's last AddOp, in increasing op_index order.
+  // op. Call after the step's last AddOp, in increasing op_index order. What is hashed is the
+  // op's position among the step's ops that are not input-pipeline ops (version 5): how many
+  // batches a DataLoader's workers delivered before a collective depends on timing.
   void AddCollective(uint64_t op_index, const CollectiveInfo& info, const StringTable& strings);
   // The digest of the ops added since the last Reset (does not reset).
   Digest128 Finish() const;
@@ -47,6 +50,7 @@ class StepDigester {
   struct State;
   std::unique_ptr<State> state_;
   uint64_t op_count_ = 0;
+  std::vector<uint64_t> input_ops_;  // the step indices of its input-pipeline ops, increasing
 };
 
 }  // namespace upguard

@@ -192,5 +192,38 @@ TEST_F(TraceStepDigestTest, CoversWhatTheDiffCompares) {
   EXPECT_EQ(DigestOf({input, top}), DigestOf({top, other_input}));
 }
 
+// Version 5: a collective is placed by its op's position among the step's ops that are not
+// input-pipeline ops. A DataLoader's workers deliver batches when they are ready, so two
+// identical DDP runs record a different number of input ops before an all-reduce; the
+// collective's position among the compared ops is the same.
+TEST_F(TraceStepDigestTest, CollectivesPlacedAmongComparedOps) {
+  OpRecord input = op_;
+  input.phase = Phase::kInput;
+  CollectiveInfo info;
+  info.seq = 3;
+  info.completed = true;
+  info.outputs = {op_.outputs[0]};
+  // Ops in step order and the step index of the collective's op.
+  auto digest_of = [&](const std::vector<OpRecord>& ops, uint64_t collective_op) {
+    StepDigester digester;
+    for (const OpRecord& op : ops) digester.AddOp(op, strings_);
+    digester.AddCollective(collective_op, info, strings_);
+    return digester.Finish();
+  };
+  const Digest128 base = digest_of({op_, op_, op_}, 1);
+  EXPECT_EQ(digest_of({input, input, op_, op_, op_}, 3), base) << "input ops before";
+  EXPECT_EQ(digest_of({op_, input, op_, input, input, op_}, 2), base) << "input ops around";
+  EXPECT_EQ(digest_of({op_, op_, input, op_}, 1), base) << "input ops after";
+  EXPECT_NE(digest_of({op_, op_, op_}, 2), base) << "another compared op's collective";
+  EXPECT_NE(digest_of({input, op_, op_, op_}, 1), base) << "the compared op before it";
+  // Reset forgets the step's input ops.
+  StepDigester digester;
+  digester.AddOp(input, strings_);
+  digester.Reset();
+  for (const OpRecord& op : {op_, op_, op_}) digester.AddOp(op, strings_);
+  digester.AddCollective(1, info, strings_);
+  EXPECT_EQ(digester.Finish(), base);
+}
+
 }  // namespace
 }  // namespace upguard

@@ -157,7 +157,7 @@ stepend 0
   EXPECT_EQ(back->records[1].op.phase, Phase::kRecompute);
   auto reader = TraceReader::Open(first);
   ASSERT_TRUE(reader.ok());
-  EXPECT_EQ((*reader)->version(), 4);
+  EXPECT_EQ((*reader)->version(), kTraceVersion);  // phase 5 came with version 4
 }
 
 // A fingerprint step's StepEnd carries its flag (an appended field, trace.md §5.4); a step
