@@ -63,6 +63,8 @@ const StepOps* OnlineChecker::ReferenceStep(uint32_t step) {
   if (step_ && *step_ == step) return step_ops_.get();
   step_ = step;
   step_ops_.reset();
+  compared_.clear();
+  position_ = 0;
   StatusOr<std::optional<size_t>> found = trace_.FindStep(step);
   if (!found.ok() || !found->has_value()) {
     notes_.push_back("the reference has no step " + std::to_string(step) +
@@ -77,6 +79,9 @@ const StepOps* OnlineChecker::ReferenceStep(uint32_t step) {
     return nullptr;
   }
   step_ops_ = std::move(*ops);
+  for (size_t op_idx = 0; op_idx < step_ops_->ops.size(); ++op_idx) {
+    if (step_ops_->ops[op_idx].phase != Phase::kInput) compared_.push_back(op_idx);
+  }
   return step_ops_.get();
 }
 
@@ -98,19 +103,24 @@ std::optional<OnlineDivergence> OnlineChecker::Check(const OpRecord& op, uint64_
   if (done_) return std::nullopt;
   const StepOps* reference = ReferenceStep(op.step);
   if (reference == nullptr) return std::nullopt;
+  // The input pipeline is not compared by position (the diff's rule, trace.md §4.2): how many
+  // batches a DataLoader's workers delivered by now depends on timing.
+  if (op.phase == Phase::kInput) return std::nullopt;
+  const size_t position = position_++;
   std::optional<OnlineDivergence> found;
-  if (index >= reference->ops.size()) {
-    found = OnlineDivergence{"reference ended",
-                             op.step,
-                             index,
-                             std::string(op_name),
-                             "",
-                             "the reference's step " + std::to_string(op.step) + " has only " +
-                                 std::to_string(reference->ops.size()) + " ops"};
+  if (position >= compared_.size()) {
+    found =
+        OnlineDivergence{"reference ended",
+                         op.step,
+                         index,
+                         std::string(op_name),
+                         "",
+                         "the reference's step " + std::to_string(op.step) + " has only " +
+                             std::to_string(compared_.size()) + " ops outside the input pipeline"};
     done_ = true;  // nothing after this can be compared by position
     return found;
   }
-  const OpRecord& ref = reference->ops[index];
+  const OpRecord& ref = reference->ops[compared_[position]];
   const std::string& ref_name = trace_.Str(ref.op);
   if (ref_name != op_name) {
     done_ = true;

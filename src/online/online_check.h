@@ -9,18 +9,20 @@
 // It is the recorder's OpObserver (recorder/op_observer.h): whoever opens a recorder with
 // `against` opens the checker and hands it over (RecorderOptions::observer).
 //
-// The rules are the diff's (diff.h), applied as ops complete: ops are compared by position;
-// a different op name there is structural. A nested op (depth > 0) that differs is only
-// pending until the top-level op around it completes: if that op's inputs and outputs match,
-// the difference stayed inside it (kernel scratch memory) and is dropped; otherwise the first
-// pending op is the divergence (the innermost op, as in the diff). The reference's steps are
-// decoded one at a time as the candidate reaches them.
+// The rules are the diff's (diff.h), applied as ops complete: ops are compared by position
+// among the step's ops outside the input pipeline (phase input, whose ops come when a
+// DataLoader's workers deliver, is not compared); a different op name there is structural. A nested
+// op (depth > 0) that differs is only pending until the top-level op around it completes: if that
+// op's inputs and outputs match, the difference stayed inside it (kernel scratch memory) and is
+// dropped; otherwise the first pending op is the divergence (the innermost op, as in the diff). The
+// reference's steps are decoded one at a time as the candidate reaches them.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "recorder/op_observer.h"
 #include "run/run_loader.h"
@@ -51,7 +53,9 @@ class OnlineChecker : public OpObserver {
   std::string reference_dir_;
   RankTrace trace_;
   std::shared_ptr<const StepOps> step_ops_;
-  std::optional<uint32_t> step_;             // the step step_ops_ holds (null: none)
+  std::optional<uint32_t> step_;  // the step step_ops_ holds (null: none)
+  std::vector<size_t> compared_;  // indices of step_ops_'s ops outside the input pipeline
+  size_t position_ = 0;           // the candidate's ops outside the input pipeline so far
   std::optional<OnlineDivergence> pending_;  // a nested op's difference, not yet certain
   bool done_ = false;
   std::vector<std::string> notes_;

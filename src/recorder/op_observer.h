@@ -21,7 +21,8 @@ namespace upguard {
 struct OnlineDivergence {
   std::string kind;  // "culprit", "propagated", "structural", "reference ended"
   uint32_t step = 0;
-  uint64_t index = 0;  // in the step, in both runs (ops are compared by position)
+  uint64_t index = 0;  // the candidate's op in its step (compared by position outside the
+                       // input pipeline: the reference's index differs by its input ops)
   std::string op;      // the candidate's op
   std::string reference_op;
   std::string detail;  // "output 0 differs", "input 1 (other) differs", ...

@@ -1,6 +1,7 @@
 """A small DDP training fed by a DataLoader, for test_ddp_loader.py: gloo, a DistributedSampler,
 dropout, SGD with momentum. `--workers N` sets the DataLoader's worker processes: the batches are
-the same with any N, only when and how they reach the training process differ."""
+the same with any N, only when and how they reach the training process differ. `--plant` gives
+rank 1 alone another dropout probability."""
 
 import argparse
 
@@ -15,11 +16,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--plant", action="store_true")
     args = parser.parse_args()
     dist.init_process_group("gloo")
     torch.manual_seed(0)
+    p = 0.2 if args.plant and dist.get_rank() == 1 else 0.1
     model = DistributedDataParallel(
-        nn.Sequential(nn.Linear(32, 64), nn.GELU(), nn.Dropout(0.1), nn.Linear(64, 8)))
+        nn.Sequential(nn.Linear(32, 64), nn.GELU(), nn.Dropout(p), nn.Linear(64, 8)))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     data = torch.Generator().manual_seed(3)
     dataset = torch.utils.data.TensorDataset(torch.randn(256, 32, generator=data),

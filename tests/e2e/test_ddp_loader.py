@@ -3,28 +3,40 @@ version 5). DataLoader work in the training process is recorded as phase input, 
 it comes before an all-reduce depends on when worker batches arrive. The same training with 2
 workers and with none records different input ops around the same all-reduces: the runs are
 identical, step digests included (version 4 placed collectives by counting input ops, and such
-runs were reported not identical, unattributed)."""
+runs were reported not identical, unattributed), and `record --against` compares by position
+outside the input pipeline (it stopped such a run at step 0 as structural)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Sequence
+
+import pytest
 
 from conftest import PYTHON, REPO, show_json, upguard
 
 SCRIPT = REPO / "tests" / "e2e" / "ddp_loader.py"
 
 
-def record(run: Path, workers: int) -> Path:
-    result = upguard("record", "-o", run, "--", PYTHON, "-m", "torch.distributed.run",
-                     "--nproc_per_node=2", SCRIPT, "--workers", str(workers), timeout=240)
-    assert result.returncode == 0, result.stderr
-    return run
+def record(run: Path, workers: int, options: Sequence[str] = (), plant: bool = False,
+           expect: int = 0):
+    result = upguard("record", "-o", run, *options, "--", PYTHON, "-m", "torch.distributed.run",
+                     "--nproc_per_node=2", SCRIPT, "--workers", str(workers),
+                     *(["--plant"] if plant else []), timeout=240)
+    assert result.returncode == expect, result.stdout + result.stderr
+    return result
 
 
-def test_workers_or_none_are_identical_on_every_rank(runs: Path):
-    with_workers = record(runs / "loader_w2", 2)
-    in_process = record(runs / "loader_w0", 0)
+@pytest.fixture(scope="module")
+def with_workers(runs: Path) -> Path:
+    record(runs / "loader_w2", 2)
+    return runs / "loader_w2"
+
+
+def test_workers_or_none_are_identical_on_every_rank(runs: Path, with_workers: Path):
+    in_process = runs / "loader_w0"
+    record(in_process, 0)
     for rank in (0, 1):
         a = show_json(with_workers, "--rank", str(rank))["steps"]
         b = show_json(in_process, "--rank", str(rank))["steps"]
@@ -40,3 +52,13 @@ def test_workers_or_none_are_identical_on_every_rank(runs: Path):
     verdict = json.loads(result.stdout)
     assert verdict["verdict"] == "identical"
     assert [r["verdict"] for r in verdict["ranks"]] == ["identical", "identical"]
+
+
+def test_online_check_skips_the_input_pipeline_and_finds_the_planted_rank(runs: Path,
+                                                                          with_workers: Path):
+    against = ("--against", str(with_workers))
+    same = record(runs / "loader_online_w0", 0, against)
+    assert "no divergence from" in same.stdout, same.stdout
+    planted = record(runs / "loader_online_plant", 0, against, plant=True, expect=1)
+    assert "rank 1 diverged from" in planted.stdout, planted.stdout
+    assert "aten::bernoulli_" in planted.stdout and "culprit" in planted.stdout, planted.stdout
