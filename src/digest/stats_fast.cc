@@ -71,38 +71,69 @@ UPGUARD_ALWAYS_INLINE void Widen(F32x4 values, F64x2* low, F64x2* high) {
 #endif
 }
 
-template <typename Load>
-UPGUARD_ALWAYS_INLINE bool BaselineKernel(const uint8_t* bytes, size_t num_elements,
-                                          ChunkStats* out, kernel::Prefetch prefetch) {
+constexpr int32_t kExponent = 0x7F800000;  // a binary32's exponent bits: all set for NaN and Inf
+
+// The whole blocks of eight elements [0, full) summed into `lanes`, in the spec's order. With
+// kMasked (a chunk holding a NaN or an infinity), each non-finite element adds +0.0 instead,
+// which changes no lane: a lane starts at +0.0 and a sum of binary64 values is -0.0 only when
+// both are, so no lane is ever -0.0 and `lane + 0.0 == lane` (no finite value of these dtypes
+// can overflow a lane either); its key stays out of min and max, and it is counted by class in
+// `out`. Without kMasked there are no per-element tests: a NaN or an infinity leaves its lane's
+// sum of squares non-finite, for Finish to report.
+template <typename Load, bool kMasked>
+UPGUARD_ALWAYS_INLINE void SumBlocks(const uint8_t* bytes, size_t full, kernel::Prefetch prefetch,
+                                     Lanes* lanes, ChunkStats* out) {
   F64x2 sum[kLanes / 2] = {}, sumsq[kLanes / 2] = {};
   I32x4 min_key = I32x4{} + std::numeric_limits<int32_t>::max();
   I32x4 max_key = I32x4{} + std::numeric_limits<int32_t>::min();
-  const size_t full = num_elements - num_elements % kLanes;
+  I32x4 nan = {}, pos_inf = {}, neg_inf = {};  // the counts, negated (a true mask is -1)
   for (size_t block = 0; block < full; block += kLanes) {
     kernel::PrefetchAt(prefetch, block * Load::kSize);
 #pragma GCC unroll 2
     for (int half = 0; half < 2; ++half) {  // elements 4*half .. 4*half+3 of the block
       const I32x4 bits = Bits4<Load>(bytes + (block + 4 * half) * Load::kSize);
+      I32x4 finite = I32x4{} - 1;
+      if constexpr (kMasked) {
+        finite = (bits & kExponent) != kExponent;
+        nan += (bits & 0x7FFFFFFF) > kExponent;
+        pos_inf += bits == kExponent;
+        neg_inf += bits == static_cast<int32_t>(0xFF800000u);
+      }
       F64x2 low, high;
-      Widen(reinterpret_cast<F32x4>(bits), &low, &high);
+      Widen(reinterpret_cast<F32x4>(kMasked ? bits & finite : bits), &low, &high);
       sum[2 * half] += low;
       sumsq[2 * half] += low * low;
       sum[2 * half + 1] += high;
       sumsq[2 * half + 1] += high * high;
       const I32x4 key = bits ^ ((bits >> 31) & 0x7FFFFFFF);
-      min_key = key < min_key ? key : min_key;
-      max_key = key > max_key ? key : max_key;
+      if constexpr (kMasked) {
+        min_key = (finite & (key < min_key)) ? key : min_key;
+        max_key = (finite & (key > max_key)) ? key : max_key;
+      } else {
+        min_key = key < min_key ? key : min_key;
+        max_key = key > max_key ? key : max_key;
+      }
     }
   }
-  Lanes lanes;
   for (int lane = 0; lane < kLanes; ++lane) {
-    lanes.sum[lane] = sum[lane / 2][lane % 2];
-    lanes.sumsq[lane] = sumsq[lane / 2][lane % 2];
+    lanes->sum[lane] = sum[lane / 2][lane % 2];
+    lanes->sumsq[lane] = sumsq[lane / 2][lane % 2];
   }
   for (int lane = 0; lane < 4; ++lane) {
-    lanes.min_key = std::min(lanes.min_key, min_key[lane]);
-    lanes.max_key = std::max(lanes.max_key, max_key[lane]);
+    lanes->min_key = std::min(lanes->min_key, min_key[lane]);
+    lanes->max_key = std::max(lanes->max_key, max_key[lane]);
+    out->nan_count += static_cast<uint64_t>(-nan[lane]);
+    out->pos_inf_count += static_cast<uint64_t>(-pos_inf[lane]);
+    out->neg_inf_count += static_cast<uint64_t>(-neg_inf[lane]);
   }
+}
+
+template <typename Load>
+UPGUARD_ALWAYS_INLINE bool BaselineKernel(const uint8_t* bytes, size_t num_elements,
+                                          ChunkStats* out, kernel::Prefetch prefetch) {
+  const size_t full = num_elements - num_elements % kLanes;
+  Lanes lanes;
+  SumBlocks<Load, false>(bytes, full, prefetch, &lanes, out);
   return Finish<Load>(bytes, full, num_elements, &lanes, out);
 }
 
@@ -119,56 +150,14 @@ bool FastChunkBaseline(DType dtype, const uint8_t* bytes, size_t num_elements, C
 }
 
 // A chunk that holds a NaN or an infinity (an attention mask filled with -Inf, a softmax over
-// it), in the baseline kernel's vectors. Each non-finite element is replaced by +0.0 in the
-// sums, which adds nothing: a lane starts at +0.0 and a sum of binary64 values is -0.0 only
-// when both are, so no lane is ever -0.0 and `lane + 0.0 == lane` for all of them (no finite
-// value of these dtypes can overflow a lane either). Its key is left out of min and max, and
-// it is counted by class. So the result is the definition's bit for bit, without a test per
-// element.
+// it): SumBlocks masked, then the last few elements by the definition.
 template <typename Load>
 UPGUARD_ALWAYS_INLINE void MaskedKernel(const uint8_t* bytes, size_t num_elements,
                                         ChunkStats* out) {
-  constexpr int32_t kExponent = 0x7F800000;
-  F64x2 sum[kLanes / 2] = {}, sumsq[kLanes / 2] = {};
-  I32x4 min_key = I32x4{} + std::numeric_limits<int32_t>::max();
-  I32x4 max_key = I32x4{} + std::numeric_limits<int32_t>::min();
-  I32x4 nan = {}, pos_inf = {}, neg_inf = {};  // the counts, negated (a true mask is -1)
   const size_t full = num_elements - num_elements % kLanes;
-  for (size_t block = 0; block < full; block += kLanes) {
-#pragma GCC unroll 2
-    for (int half = 0; half < 2; ++half) {
-      const I32x4 bits = Bits4<Load>(bytes + (block + 4 * half) * Load::kSize);
-      const I32x4 finite = (bits & kExponent) != kExponent;
-      const I32x4 magnitude = bits & 0x7FFFFFFF;
-      nan += magnitude > kExponent;
-      pos_inf += bits == kExponent;
-      neg_inf += bits == static_cast<int32_t>(0xFF800000u);
-      F64x2 low, high;
-      Widen(reinterpret_cast<F32x4>(bits & finite), &low, &high);
-      sum[2 * half] += low;
-      sumsq[2 * half] += low * low;
-      sum[2 * half + 1] += high;
-      sumsq[2 * half + 1] += high * high;
-      const I32x4 key = bits ^ ((bits >> 31) & 0x7FFFFFFF);
-      min_key = (finite & (key < min_key)) ? key : min_key;
-      max_key = (finite & (key > max_key)) ? key : max_key;
-    }
-  }
-  double lane_sum[kLanes], lane_sumsq[kLanes];
-  int32_t least = std::numeric_limits<int32_t>::max();
-  int32_t greatest = std::numeric_limits<int32_t>::min();
+  Lanes lanes;
   *out = ChunkStats{};
-  for (int lane = 0; lane < kLanes; ++lane) {
-    lane_sum[lane] = sum[lane / 2][lane % 2];
-    lane_sumsq[lane] = sumsq[lane / 2][lane % 2];
-  }
-  for (int lane = 0; lane < 4; ++lane) {
-    least = std::min(least, min_key[lane]);
-    greatest = std::max(greatest, max_key[lane]);
-    out->nan_count += static_cast<uint64_t>(-nan[lane]);
-    out->pos_inf_count += static_cast<uint64_t>(-pos_inf[lane]);
-    out->neg_inf_count += static_cast<uint64_t>(-neg_inf[lane]);
-  }
+  SumBlocks<Load, true>(bytes, full, kernel::Prefetch{nullptr, 0}, &lanes, out);
   for (size_t elem_idx = full; elem_idx < num_elements; ++elem_idx) {
     const auto bits = static_cast<int32_t>(Load::Bits(bytes + elem_idx * Load::kSize));
     if ((bits & kExponent) == kExponent) {
@@ -180,27 +169,13 @@ UPGUARD_ALWAYS_INLINE void MaskedKernel(const uint8_t* bytes, size_t num_element
     float value;
     std::memcpy(&value, &bits, sizeof(value));
     const double v = value;
-    lane_sum[elem_idx % kLanes] += v;
-    lane_sumsq[elem_idx % kLanes] += v * v;
+    lanes.sum[elem_idx % kLanes] += v;
+    lanes.sumsq[elem_idx % kLanes] += v * v;
     const int32_t key = kernel::OrderKey(bits);
-    least = std::min(least, key);
-    greatest = std::max(greatest, key);
+    lanes.min_key = std::min(lanes.min_key, key);
+    lanes.max_key = std::max(lanes.max_key, key);
   }
-  const auto tree = [](const double(&l)[kLanes]) {
-    return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
-  };
-  out->sum = tree(lane_sum);
-  out->sumsq = tree(lane_sumsq);
-  out->finite_count = num_elements - out->nan_count - out->pos_inf_count - out->neg_inf_count;
-  out->min = std::numeric_limits<double>::infinity();  // the definition's, with none finite
-  out->max = -std::numeric_limits<double>::infinity();
-  if (out->finite_count > 0) {
-    const int32_t keys[2] = {kernel::OrderKey(least), kernel::OrderKey(greatest)};
-    float extremes[2];
-    std::memcpy(extremes, keys, sizeof(extremes));
-    out->min = extremes[0];
-    out->max = extremes[1];
-  }
+  kernel::FillFromLanes(lanes, num_elements, out);
 }
 
 }  // namespace

@@ -94,6 +94,28 @@ UPGUARD_ALWAYS_INLINE void KeysFromRawExtremes(const Unsigned (&min_unsigned)[kC
       OrderKey(static_cast<int32_t>(Load::Bits(reinterpret_cast<const uint8_t*>(&greatest))));
 }
 
+// The chunk's sums (the spec's tree over the lanes), extremes and finite count, from its lanes
+// and its non-finite counts (already in `out`). With no finite value, min and max are the
+// definition's +Inf and -Inf.
+UPGUARD_ALWAYS_INLINE void FillFromLanes(const Lanes& lanes, size_t num_elements, ChunkStats* out) {
+  const auto tree = [](const double(&l)[kLanes]) {
+    return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+  };
+  out->sum = tree(lanes.sum);
+  out->sumsq = tree(lanes.sumsq);
+  out->finite_count = num_elements - out->nan_count - out->pos_inf_count - out->neg_inf_count;
+  if (out->finite_count == 0) {
+    out->min = std::numeric_limits<double>::infinity();
+    out->max = -std::numeric_limits<double>::infinity();
+    return;
+  }
+  const int32_t bits[2] = {OrderKey(lanes.min_key), OrderKey(lanes.max_key)};
+  float extremes[2];
+  std::memcpy(extremes, bits, sizeof(extremes));
+  out->min = extremes[0];
+  out->max = extremes[1];
+}
+
 // Adds the elements [full, num_elements) (a few; `full` is a multiple of 8) to their lanes and
 // fills `out`; false when a lane's sum of squares is not finite (a NaN or +-Inf was summed; the
 // squares of these dtypes cannot overflow binary64), and then `out` is unspecified.
@@ -114,18 +136,8 @@ UPGUARD_ALWAYS_INLINE bool Finish(const uint8_t* bytes, size_t full, size_t num_
   for (const double lane : lanes->sumsq) {
     if (!std::isfinite(lane)) return false;
   }
-  const auto tree = [](const double(&l)[kLanes]) {
-    return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
-  };
-  out->sum = tree(lanes->sum);
-  out->sumsq = tree(lanes->sumsq);
-  const int32_t bits[2] = {OrderKey(lanes->min_key), OrderKey(lanes->max_key)};
-  float extremes[2];
-  std::memcpy(extremes, bits, sizeof(extremes));
-  out->min = extremes[0];
-  out->max = extremes[1];
-  out->finite_count = num_elements;
   out->nan_count = out->pos_inf_count = out->neg_inf_count = 0;
+  FillFromLanes(*lanes, num_elements, out);
   return true;
 }
 
