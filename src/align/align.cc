@@ -137,6 +137,15 @@ class Aligner {
     MatchSuffix(inner, suffix);
   }
 
+  // The most differences looked for in a region of `elements` keys (AlignOptions).
+  int64_t Cap(int64_t elements) const {
+    const uint64_t by_work =
+        options_.work_budget / static_cast<uint64_t>(std::max<int64_t>(elements, 1));
+    const uint64_t cap = std::max<uint64_t>(options_.max_edit_distance,
+                                            std::min<uint64_t>(by_work, kMaxEditDistanceCeiling));
+    return static_cast<int64_t>(cap);
+  }
+
   // The middle snake of a non-empty region whose first and last keys differ (Myers 1986, §4b;
   // the loop of diff-match-patch's diff_bisect): forward paths from the top left and reverse
   // paths from the bottom right, one more difference per round, until they overlap. v_fwd_[k]
@@ -147,7 +156,7 @@ class Aligner {
     const int64_t n = region.end_a - region.begin_a;
     const int64_t m = region.end_b - region.begin_b;
     const int64_t max_d = (n + m + 1) / 2;
-    const int64_t d_limit = std::min<int64_t>(max_d, options_.max_edit_distance / 2 + 1);
+    const int64_t d_limit = std::min<int64_t>(max_d, Cap(n + m) / 2 + 1);
     const int64_t offset = d_limit + 1;
     const int64_t length = 2 * d_limit + 3;
     v_fwd_.assign(length, -1);

@@ -14,8 +14,10 @@
 // recursively, up to kMaxPatienceDepth levels. A region without anchors is aligned by Myers'
 // O(ND) difference algorithm in its linear-space form (the middle snake, bisected): time
 // O((n + m) * D), memory O(n + m), where D is the number of inserted plus removed elements. D is
-// capped by AlignOptions::max_edit_distance: a region whose D exceeds it is left unaligned after
-// O((n + m) * max_edit_distance) work (reported in `unaligned`, every element there unmatched).
+// capped per region, at AlignOptions::max_edit_distance or, for a region of n + m elements, at
+// work_budget / (n + m) when that is more (a small region may be aligned exactly at any D that
+// costs no more than the budget): a region whose D exceeds its cap is left unaligned after
+// O((n + m) * cap) work (reported in `unaligned`, every element there unmatched).
 // Total memory: the keys, the matches, and scratch linear in the key count and the cap.
 #pragma once
 
@@ -41,7 +43,14 @@ struct AlignOptions {
   // The most inserted plus removed elements Myers looks for in one region without an anchor;
   // beyond it the region is left unaligned.
   uint32_t max_edit_distance = 2048;
+  // Myers' work on one region, in elements times differences, that is spent whatever D is: a
+  // region of n + m elements may have up to work_budget / (n + m) differences when that is more
+  // than max_edit_distance. 2^28 is about half a second on one core; 0 turns it off. The cap
+  // never exceeds kMaxEditDistanceCeiling.
+  uint64_t work_budget = uint64_t{1} << 28;
 };
+
+inline constexpr uint32_t kMaxEditDistanceCeiling = 1u << 17;
 
 struct KeyAlignment {
   std::vector<KeyMatch> matches;     // increasing in both a and b

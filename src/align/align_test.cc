@@ -17,6 +17,7 @@ Pairs Matches(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b,
               std::vector<KeyRegion>* unaligned = nullptr) {
   AlignOptions options;
   options.max_edit_distance = max_edit_distance;
+  if (max_edit_distance != AlignOptions{}.max_edit_distance) options.work_budget = 0;  // the cap
   const KeyAlignment alignment = AlignKeys(a, b, 100, options);
   if (unaligned != nullptr) *unaligned = alignment.unaligned;
   Pairs pairs;
@@ -91,6 +92,38 @@ TEST(AlignKeysTest, RegionBeyondTheCapIsLeftUnaligned) {
   const Pairs within = Matches(a, b, 20, &unaligned);
   EXPECT_EQ(within.size(), 12u);
   EXPECT_TRUE(unaligned.empty());
+}
+
+// A region with more differences than max_edit_distance but few elements is aligned exactly
+// within the work budget: an evaluation loop run with another batch size has two more model
+// calls of a thousand ops each, and its first batch must still be paired with the other run's.
+TEST(AlignKeysTest, SmallRegionBeyondTheCapIsAlignedWithinTheBudget) {
+  std::vector<uint32_t> a, b;
+  for (int rep = 0; rep < 1000; ++rep) {
+    a.insert(a.end(), {1, 2});
+    b.insert(b.end(), {1, 2, 3, 3, 3});  // 3,000 differences, 7,000 elements
+  }
+  AlignOptions options;
+  KeyAlignment alignment = AlignKeys(a, b, 4, options);
+  EXPECT_TRUE(alignment.unaligned.empty());
+  ASSERT_EQ(alignment.matches.size(), a.size());
+  for (uint32_t idx = 0; idx < a.size(); ++idx) {
+    EXPECT_EQ(a[alignment.matches[idx].a], b[alignment.matches[idx].b]);
+  }
+  EXPECT_EQ(alignment.matches[2].b, 5u);  // the second 1 of a, with the second of b
+  options.work_budget = 0;  // the cap alone: given up after the common prefix 1 2
+  alignment = AlignKeys(a, b, 4, options);
+  EXPECT_EQ(alignment.matches.size(), 2u);
+  ASSERT_EQ(alignment.unaligned.size(), 1u);
+  // A region too large for the budget keeps the cap: 2^28 / 300,000 elements is below 2,048.
+  std::vector<uint32_t> big_a, big_b;
+  for (int rep = 0; rep < 60000; ++rep) {
+    big_a.insert(big_a.end(), {1, 2});
+    big_b.insert(big_b.end(), {1, 2, 3});
+  }
+  alignment = AlignKeys(big_a, big_b, 4, AlignOptions{});
+  EXPECT_EQ(alignment.matches.size(), 2u);
+  EXPECT_EQ(alignment.unaligned.size(), 1u);
 }
 
 // Random streams over a few keys (no key unique on both sides, so no anchor: Myers alone): the

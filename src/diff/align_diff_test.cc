@@ -127,6 +127,7 @@ TEST_F(AlignDiffTest, ScatteredInsertionsAreCountedAndTheCulpritIsNamed) {
 TEST_F(AlignDiffTest, BeyondTheCapRegionsAreLeftUnalignedAndSaySo) {
   DiffOptions options;
   options.align.max_edit_distance = 64;  // fewer than the 1,002 and 332 extra ops around it
+  options.align.work_budget = 0;         // and no more for these small regions
   const DiffResult result = Diff(options);
   const RankDiff& rank = result.ranks[0];
   EXPECT_EQ(result.verdict, Verdict::kCulprit);
