@@ -111,7 +111,7 @@ TEST(AlignKeysTest, SmallRegionBeyondTheCapIsAlignedWithinTheBudget) {
     EXPECT_EQ(a[alignment.matches[idx].a], b[alignment.matches[idx].b]);
   }
   EXPECT_EQ(alignment.matches[2].b, 5u);  // the second 1 of a, with the second of b
-  options.work_budget = 0;  // the cap alone: given up after the common prefix 1 2
+  options.work_budget = 0;                // the cap alone: given up after the common prefix 1 2
   alignment = AlignKeys(a, b, 4, options);
   EXPECT_EQ(alignment.matches.size(), 2u);
   ASSERT_EQ(alignment.unaligned.size(), 1u);
