@@ -18,6 +18,10 @@ bool StartsWith(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
 }
 
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
 // Ops whose results hold no defined values yet.
 bool DefinesNoValues(std::string_view name) {
   return StartsWith(name, "aten::empty") || StartsWith(name, "aten::new_empty") ||
@@ -191,6 +195,7 @@ OpInfo Build(const at::RecordFunction& fn) {
   info.has_schema = true;
   const bool no_values = DefinesNoValues(name);
   const bool metadata_only = ChangesOnlyMetadata(name);
+  info.reads_no_values = no_values || EndsWith(name, "_like") || StartsWith(name, "aten::new_");
   const c10::TypePtr optional_generator = c10::OptionalType::create(c10::GeneratorType::get());
   for (const c10::Argument& arg : schema->arguments()) {
     if (info.generator_arg < 0 && arg.type()->isSubtypeOf(*optional_generator)) {
@@ -239,6 +244,7 @@ OpInfo Build(const at::RecordFunction& fn) {
   } else if (IsFunctionalCollective(name)) {
     DescribeFunctionalCollective(&info);
   }
+  info.reads_no_values |= info.collective;
   return info;
 }
 

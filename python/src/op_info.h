@@ -28,6 +28,11 @@ struct OpInfo {
   // The op overwrites `self` without reading it (fill_, zero_, copy_, random fills): its
   // old contents are recorded as kAlias, for the same reason.
   bool overwrites_self = false;
+  // The op reads no input's values, only shapes and storages (empty*, resize_, *_like, new_*;
+  // a collective's buffers, read at completion): an input whose storage no recorded op has
+  // defined yet is recorded as kUninit. Every other op's inputs are digested as they are
+  // (ivalue_args.cc TensorArg says why).
+  bool reads_no_values = false;
   // Some argument is written: `Tensor(a!)` (in-place and out= ops), or a write the schema
   // does not declare (undeclared_writes.h).
   bool writes_inputs = false;
