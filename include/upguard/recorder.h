@@ -141,6 +141,10 @@ struct RecordedOp {
   // difference inside a nested op: the enclosing op that made it certain). The recorder has
   // written RUN_DIR/online.json.
   bool diverged = false;
+  // The op's position among its step's ops outside the input pipeline (phase input), from 0:
+  // what stays put when a DataLoader's workers deliver batches at other times. For an input op,
+  // the position the next op outside the pipeline will get.
+  uint64_t position = 0;
 };
 
 // A collective op's completion (trace.md §5.6), reported after Record() wrote the op itself.
@@ -200,6 +204,8 @@ class Recorder {
   uint64_t collectives_dropped() const;
   // Ops recorded so far in the current step: the index the next op to end will get.
   uint64_t ops_in_step() const;
+  // Of those, the ops outside the input pipeline: the position the next such op will get.
+  uint64_t compared_in_step() const;
 
   // Ends the current step (writes its StepEnd record if it is in range) and starts the next.
   void MarkStep();

@@ -11,7 +11,8 @@ namespace upguard::torch_adapter {
 namespace {
 
 // How many ops may end between an op's entry and its own end (its nested ops): an op entered
-// when the step had recorded N ops ends with an index in [N, N + kMaxNested].
+// when the step had recorded N ops ends with an index in [N, N + kMaxNested] (and likewise a
+// position).
 constexpr uint64_t kMaxNested = 1024;
 
 struct CaptureState {
@@ -45,12 +46,14 @@ void ConfigureCapture(const std::optional<CaptureSelector>& selector, const std:
 
 HeldInputs HoldInputs(const OpInfo& info, const ArgBatch& batch,
                       const std::vector<ArgRecord>& records, int64_t step, uint64_t ops_in_step,
-                      std::string_view op, std::string_view module, Phase phase) {
+                      uint64_t compared_in_step, std::string_view op, std::string_view module,
+                      Phase phase) {
   HeldInputs held;
   CaptureState& state = State();
   const std::optional<CaptureSelector>& selector = state.selector;
   const bool selected = selector && state.captured.load() < selector->limit &&
                         selector->IndexIn(ops_in_step, kMaxNested) &&
+                        selector->PositionIn(compared_in_step, kMaxNested) &&
                         selector->MayMatch(step, op, module, phase);
   if (!selected && !state.hold_all) return held;
   held.held = true;
@@ -129,7 +132,8 @@ bool WriteCaptureIfSelected(const RecordedOp& recorded, const OpEvent& event,
   CaptureState& state = State();
   if (!held.held || !recorded.written || !state.selector) return false;
   const CaptureSelector& selector = *state.selector;
-  if (!selector.Matches(recorded.step, recorded.index, event.op, event.module, event.phase)) {
+  if (!selector.Matches(recorded.step, recorded.index, recorded.position, event.op, event.module,
+                        event.phase)) {
     return false;
   }
   std::lock_guard<std::mutex> lock(state.mu);

@@ -40,7 +40,8 @@ void ConfigureCapture(const std::optional<CaptureSelector>& selector, const std:
 // At op entry, after the inputs were digested into `records`.
 HeldInputs HoldInputs(const OpInfo& info, const ArgBatch& batch,
                       const std::vector<ArgRecord>& records, int64_t step, uint64_t ops_in_step,
-                      std::string_view op, std::string_view module, Phase phase);
+                      uint64_t compared_in_step, std::string_view op, std::string_view module,
+                      Phase phase);
 
 // At op exit, after Record() placed the op at `recorded`. True when the selector is exhausted
 // and asked to stop the program (the caller closes the recording and exits).

@@ -97,7 +97,7 @@ RecordedState RecordModelState(Recorder* recorder, const std::vector<NamedTensor
   static const OpInfo kReadsOnly;  // writes nothing: held by reference
   RecordedState out;
   out.held = HoldInputs(kReadsOnly, batch, inputs, recorder->step(), recorder->ops_in_step(),
-                        kStateOp, "", Phase::kOther);
+                        recorder->compared_in_step(), kStateOp, "", Phase::kOther);
   OpEvent event;
   event.op = kStateOp;
   event.phase = Phase::kOther;

@@ -118,7 +118,7 @@ std::unique_ptr<at::ObserverContext> EnterOp(const OpCall& fn, ThreadState& ts, 
   ctx->inputs = recorder->DigestArgs(batch.args);
   RememberDigests(batch, ctx->inputs);
   ctx->held = HoldInputs(info, batch, ctx->inputs, recorder->step(), recorder->ops_in_step(),
-                         fn.name, ctx->module, ctx->phase);
+                         recorder->compared_in_step(), fn.name, ctx->module, ctx->phase);
   for (int idx : info.written_inputs) {
     if (static_cast<size_t>(idx) < fn.inputs.size()) {
       ctx->written.emplace_back(info.input_names[idx], fn.inputs[idx]);

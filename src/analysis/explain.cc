@@ -102,6 +102,25 @@ void ApplyTolerance(const Tolerance& t, Explanation* explanation) {
 }
 
 std::string ExplanationHeadline(const Explanation& explanation) {
+  // A capture whose digests are not the ones its run recorded holds other values: comparing
+  // them says nothing about the divergence (a re-run replays argv, the working directory and
+  // the numerics environment of meta.json, and inherits everything else from the caller).
+  std::string sides;
+  for (const char* side : {"A", "B"}) {
+    for (const std::string& warning : explanation.not_reproduced) {
+      if (warning.rfind(std::string(side) + " ", 0) != 0) continue;
+      sides += std::string(sides.empty() ? "" : " and ") + side;
+      break;
+    }
+  }
+  if (!sides.empty()) {
+    return "no explanation: the re-run of " + sides +
+           " did not reproduce the values recorded, so these elements are not the recorded "
+           "run's. A re-run replays argv, the working directory and the numerics environment "
+           "(meta.json) and inherits the rest of this shell's environment: run it with the "
+           "environment the run was recorded with (a variable the script reads), or capture "
+           "each side with `upguard record --capture`";
+  }
   std::string text;
   bool inputs_equal = true;
   for (const TensorExplanation& input : explanation.inputs) {

@@ -63,7 +63,8 @@ StatusOr<Explanation> ExplainCaptures(const std::string& path_a, const std::stri
 void ApplyTolerance(const Tolerance& t, Explanation* explanation);
 
 // One sentence for people: "inputs bitwise identical; output 0: 12 of 196,608 elements differ
-// (0.0061%), all by 1 ULP; ...".
+// (0.0061%), all by 1 ULP; ...". When a capture does not hold the values its run recorded
+// (not_reproduced), says that there is no explanation instead.
 std::string ExplanationHeadline(const Explanation& explanation);
 
 }  // namespace upguard

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "base/file.h"
 #include "cli/record_runner.h"
@@ -17,16 +18,60 @@ struct Recaptured {
   double seconds = 0;
 };
 
-StatusOr<Recaptured> Recapture(const Run& run, const char* side, int rank, uint32_t step,
-                               size_t index) {
+// The op's position among its step's ops outside the input pipeline (RecordedOp::position),
+// counted in the decoded step the diff holds; none for an op of the input pipeline itself.
+std::optional<uint64_t> PositionOf(const RankDiff& diff, const OpLocation& at) {
+  if (at.op == nullptr || at.op->phase == Phase::kInput) return std::nullopt;
+  for (const std::shared_ptr<const StepOps>& step : diff.held_steps) {
+    const std::vector<OpRecord>& ops = step->ops;
+    if (ops.empty() || at.op < ops.data() || at.op >= ops.data() + ops.size()) continue;
+    if (static_cast<size_t>(at.op - ops.data()) != at.index) return std::nullopt;
+    uint64_t position = 0;
+    for (const OpRecord* op = ops.data(); op != at.op; ++op) {
+      position += op->phase != Phase::kInput ? 1 : 0;
+    }
+    return position;
+  }
+  return std::nullopt;
+}
+
+// The one capture of `step` that a re-run wrote into the fresh `dir` (its index is the
+// re-run's own), or "" when there is none or more than one.
+std::string OnlyCapture(const std::string& dir, int rank, uint32_t step) {
+  const std::string prefix = "rank" + std::to_string(rank) + ".step" + std::to_string(step) + ".op";
+  std::string found;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir + "/captures", error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) != 0 || name.size() < 12 ||
+        name.compare(name.size() - 12, 12, ".safetensors") != 0) {
+      continue;
+    }
+    if (!found.empty()) return "";
+    found = entry.path().string();
+  }
+  return found;
+}
+
+// Re-runs `run` to capture op `at` of `rank`. An op outside the input pipeline is selected by
+// its position among those ops (`position=P`), which stays put when a DataLoader's workers
+// deliver batches at other times in the re-run; an input op by its index.
+StatusOr<Recaptured> Recapture(const Run& run, const char* side, const RankDiff& diff,
+                               const OpLocation& at) {
   if (run.world_size > 1) {
     return FailedPrecondition("--explain re-runs single-process runs; run " + std::string(side) +
                               " has " + std::to_string(run.world_size) + " ranks");
   }
+  const uint32_t step = at.step;
+  const size_t index = at.index;
+  const std::optional<uint64_t> position = PositionOf(diff, at);
   const std::string out_dir = run.dir + "/explain";
   ASSIGN_OR_RETURN(RecordRequest request, RerunRequest(run, side, "to capture tensors", out_dir));
   request.steps = std::to_string(step);
-  request.capture = "step=" + std::to_string(step) + ",index=" + std::to_string(index) + ",stop";
+  request.capture =
+      "step=" + std::to_string(step) +
+      (position ? ",position=" + std::to_string(*position) : ",index=" + std::to_string(index)) +
+      ",stop";
   request.overwrite = true;  // RUN/explain is upguard's: the last re-run replaces the one before
   // The re-run's messages stay out of the report. They go straight into RUN/explain, not into
   // the staged run, so that they are there to read when the re-run recorded nothing.
@@ -39,14 +84,17 @@ StatusOr<Recaptured> Recapture(const Run& run, const char* side, int rank, uint3
   Recaptured recaptured;
   recaptured.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  recaptured.path = CapturePath(out_dir, rank, step, index);
   // Without a new run, a capture there is an earlier re-run's.
-  if (!outcome.recorded || !std::filesystem::exists(recaptured.path)) {
+  if (outcome.recorded) {
+    recaptured.path = position ? OnlyCapture(out_dir, diff.rank, step)
+                               : CapturePath(out_dir, diff.rank, step, index);
+  }
+  if (recaptured.path.empty() || !std::filesystem::exists(recaptured.path)) {
     return FailedPrecondition(
         "re-running run " + std::string(side) + "'s command did not reach step " +
         std::to_string(step) + " #" + std::to_string(index) + " (it exited with " +
-        std::to_string(outcome.exit_code) + ", no " + recaptured.path +
-        "); the program may not run the same ops each time, or it needs files or an "
+        std::to_string(outcome.exit_code) + ", no capture in " + out_dir +
+        "/captures); the program may not run the same ops each time, or it needs files or an "
         "environment it had when recorded (argv, cwd and env are in " +
         run.dir + "/meta.json); its messages are in " + request.stderr_path);
   }
@@ -69,11 +117,10 @@ StatusOr<ExplainedDivergence> ExplainDivergence(const Run& a, const Run& b,
   explained.index_a = divergence.a.index;
   explained.step_b = divergence.b.step;
   explained.index_b = divergence.b.index;
-  ASSIGN_OR_RETURN(Recaptured ra,
-                   Recapture(a, "A", rank_diff.rank, divergence.a.step, divergence.a.index));
+  ASSIGN_OR_RETURN(Recaptured ra, Recapture(a, "A", rank_diff, divergence.a));
   Recaptured rb{b_capture, 0};
   if (b_capture.empty()) {
-    ASSIGN_OR_RETURN(rb, Recapture(b, "B", rank_diff.rank, divergence.b.step, divergence.b.index));
+    ASSIGN_OR_RETURN(rb, Recapture(b, "B", rank_diff, divergence.b));
   }
   explained.rerun_seconds_a = ra.seconds;
   explained.rerun_seconds_b = rb.seconds;

@@ -4,7 +4,9 @@
 // What a re-run needs is in the run metadata: argv, working directory, the numerics-relevant
 // environment and the recording options (max depth and op filters decide which ops get an
 // index). Only the divergent step is recorded, and the program is stopped as soon as the op is
-// captured (`--capture step=S,index=I,stop`), so a re-run costs the training up to that op.
+// captured (`--capture step=S,position=P,stop`: the op's position among the step's ops outside
+// the input pipeline, which a DataLoader's workers do not shift; an input op by its index), so
+// a re-run costs the training up to that op.
 // Captures go to RUN/explain/captures/ (RUN/explain is itself a run directory).
 #pragma once
 

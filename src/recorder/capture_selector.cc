@@ -10,7 +10,8 @@ namespace upguard {
 namespace {
 
 constexpr const char* kKeys =
-    "step=N, index=N[|N...], op=GLOB, module=GLOB, phase=forward|backward|optimizer|other, "
+    "step=N, index=N[|N...], position=N[|N...], op=GLOB, module=GLOB, "
+    "phase=forward|backward|optimizer|recompute|other, "
     "limit=N, "
     "stop";
 
@@ -33,6 +34,40 @@ Status TermError(std::string_view selector, std::string_view term, const std::st
                          "' " + what + "; terms are " + kKeys);
 }
 
+// "12|40|977" into a sorted list without repeats.
+bool ParseList(std::string_view value, std::vector<uint64_t>* out) {
+  uint64_t number = 0;
+  for (size_t at = 0; at <= value.size();) {
+    const size_t bar = std::min(value.find('|', at), value.size());
+    if (!ParseCount(value.substr(at, bar - at), &number) ||
+        number > static_cast<uint64_t>(INT64_MAX)) {
+      return false;
+    }
+    out->push_back(number);
+    at = bar + 1;
+  }
+  std::sort(out->begin(), out->end());
+  out->erase(std::unique(out->begin(), out->end()), out->end());
+  return true;
+}
+
+// Whether some element of the sorted `list` lies in [first, first + span]; true when empty.
+bool SomeIn(const std::vector<uint64_t>& list, uint64_t first, uint64_t span) {
+  if (list.empty()) return true;
+  auto it = std::lower_bound(list.begin(), list.end(), first);
+  return it != list.end() && *it - first <= span;
+}
+
+bool In(const std::vector<uint64_t>& list, uint64_t value) {
+  return list.empty() || std::binary_search(list.begin(), list.end(), value);
+}
+
+std::string ListText(const std::vector<uint64_t>& list) {
+  std::string text;
+  for (uint64_t value : list) text += (text.empty() ? "" : "|") + std::to_string(value);
+  return text;
+}
+
 }  // namespace
 
 bool CaptureSelector::MayMatch(int64_t op_step, std::string_view op_name,
@@ -43,27 +78,28 @@ bool CaptureSelector::MayMatch(int64_t op_step, std::string_view op_name,
   return module.empty() || GlobMatch(module, op_module);
 }
 
-bool CaptureSelector::Matches(int64_t op_step, uint64_t op_index, std::string_view op_name,
-                              std::string_view op_module, Phase op_phase) const {
-  return (indices.empty() || std::binary_search(indices.begin(), indices.end(), op_index)) &&
+bool CaptureSelector::Matches(int64_t op_step, uint64_t op_index, uint64_t op_position,
+                              std::string_view op_name, std::string_view op_module,
+                              Phase op_phase) const {
+  if (!positions.empty() && op_phase == Phase::kInput) return false;
+  return In(indices, op_index) && In(positions, op_position) &&
          MayMatch(op_step, op_name, op_module, op_phase);
 }
 
 bool CaptureSelector::IndexIn(uint64_t first, uint64_t span) const {
-  if (indices.empty()) return true;
-  auto it = std::lower_bound(indices.begin(), indices.end(), first);
-  return it != indices.end() && *it - first <= span;
+  return SomeIn(indices, first, span);
+}
+
+bool CaptureSelector::PositionIn(uint64_t first, uint64_t span) const {
+  return SomeIn(positions, first, span);
 }
 
 std::string CaptureSelector::ToString() const {
   std::string text;
   auto add = [&text](const std::string& term) { text += (text.empty() ? "" : ",") + term; };
   if (step) add("step=" + std::to_string(*step));
-  if (!indices.empty()) {
-    std::string list;
-    for (uint64_t index : indices) list += (list.empty() ? "" : "|") + std::to_string(index);
-    add("index=" + list);
-  }
+  if (!indices.empty()) add("index=" + ListText(indices));
+  if (!positions.empty()) add("position=" + ListText(positions));
   if (!op.empty()) add("op=" + op);
   if (!module.empty()) add("module=" + module);
   if (phase) add("phase=" + std::string(PhaseName(*phase)));
@@ -98,19 +134,10 @@ StatusOr<CaptureSelector> ParseCaptureSelector(std::string_view text) {
     const std::string_view key = term.substr(0, eq);
     const std::string_view value = term.substr(eq + 1);
     uint64_t number = 0;
-    if (key == "index") {
-      for (size_t at = 0; at <= value.size();) {
-        const size_t bar = std::min(value.find('|', at), value.size());
-        if (!ParseCount(value.substr(at, bar - at), &number) ||
-            number > static_cast<uint64_t>(INT64_MAX)) {
-          return TermError(text, term, "needs non-negative integers separated by |");
-        }
-        selector.indices.push_back(number);
-        at = bar + 1;
+    if (key == "index" || key == "position") {
+      if (!ParseList(value, key == "index" ? &selector.indices : &selector.positions)) {
+        return TermError(text, term, "needs non-negative integers separated by |");
       }
-      std::sort(selector.indices.begin(), selector.indices.end());
-      selector.indices.erase(std::unique(selector.indices.begin(), selector.indices.end()),
-                             selector.indices.end());
     } else if (key == "step" || key == "limit") {
       if (!ParseCount(value, &number) || number > static_cast<uint64_t>(INT64_MAX)) {
         return TermError(text, term, "needs a non-negative integer");
@@ -132,7 +159,12 @@ StatusOr<CaptureSelector> ParseCaptureSelector(std::string_view text) {
       return TermError(text, term, "has an unknown key");
     }
   }
-  if (!selector.indices.empty() && !limit_given) selector.limit = selector.indices.size();
+  if (!limit_given && (!selector.indices.empty() || !selector.positions.empty())) {
+    selector.limit = selector.indices.empty() ? selector.positions.size()
+                     : selector.positions.empty()
+                         ? selector.indices.size()
+                         : std::min(selector.indices.size(), selector.positions.size());
+  }
   return selector;
 }
 

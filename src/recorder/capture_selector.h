@@ -7,10 +7,14 @@
 //   step=3,module=blocks.*.attn,phase=backward,limit=4
 //   step=2,index=1234,stop     stop the program once the capture is written (diff --explain)
 //   step=0,index=12|40|977     any of these ops (upguard calibrate's element comparison)
+//   step=2,position=1180,stop  the op at position 1180 among step 2's ops outside the input
+//                              pipeline (diff --explain: it stays put when DataLoader workers
+//                              deliver batches at other times; input ops never match it)
 //
 // `index` is the op's position in its step in the trace (completion order, from 0): known only
 // when the op ends, so an op whose other terms match keeps its inputs (copies of the ones it
-// writes) from entry until then. `limit` caps the ops captured (default 1 with index, else 16).
+// writes) from entry until then; `position` likewise. `limit` caps the ops captured (default:
+// as many as the index or position list names, else 16).
 //
 //   ASSIGN_OR_RETURN(CaptureSelector sel, ParseCaptureSelector("step=2,op=aten::gelu"));
 //   if (sel.MayMatch(step, "aten::gelu", module, phase)) ... keep inputs ...
@@ -30,19 +34,23 @@ namespace upguard {
 
 struct CaptureSelector {
   std::optional<int64_t> step;
-  std::vector<uint64_t> indices;  // sorted; empty = any
-  std::string op;                 // glob; empty = any
-  std::string module;             // glob; empty = any
+  std::vector<uint64_t> indices;    // sorted; empty = any
+  std::vector<uint64_t> positions;  // sorted; empty = any (RecordedOp::position)
+  std::string op;                   // glob; empty = any
+  std::string module;               // glob; empty = any
   std::optional<Phase> phase;
   uint64_t limit = 16;
   bool stop = false;
 
   // Whether some index of `indices` lies in [first, first + span]; true without indices.
   bool IndexIn(uint64_t first, uint64_t span) const;
-  // Every term but `index` holds.
+  // The same for `positions`.
+  bool PositionIn(uint64_t first, uint64_t span) const;
+  // Every term but `index` and `position` holds.
   bool MayMatch(int64_t op_step, std::string_view op_name, std::string_view op_module,
                 Phase op_phase) const;
-  bool Matches(int64_t op_step, uint64_t op_index, std::string_view op_name,
+  // `op_position`: RecordedOp::position.
+  bool Matches(int64_t op_step, uint64_t op_index, uint64_t op_position, std::string_view op_name,
                std::string_view op_module, Phase op_phase) const;
   // The canonical text ("step=2,index=1234,stop"), which parses back to the same selector.
   std::string ToString() const;

@@ -36,19 +36,44 @@ TEST(CaptureSelectorTest, SeveralIndices) {
   EXPECT_EQ(sel->indices, (std::vector<uint64_t>{12, 40, 977}));
   EXPECT_EQ(sel->limit, 3u);
   EXPECT_EQ(sel->ToString(), "step=0,index=12|40|977,limit=3");
-  EXPECT_TRUE(sel->Matches(0, 40, "aten::mm", "", Phase::kForward));
-  EXPECT_FALSE(sel->Matches(0, 41, "aten::mm", "", Phase::kForward));
+  EXPECT_TRUE(sel->Matches(0, 40, 0, "aten::mm", "", Phase::kForward));
+  EXPECT_FALSE(sel->Matches(0, 41, 0, "aten::mm", "", Phase::kForward));
   EXPECT_TRUE(sel->IndexIn(30, 10));
   EXPECT_FALSE(sel->IndexIn(41, 100));
   EXPECT_FALSE(sel->IndexIn(13, 26));
   EXPECT_FALSE(ParseCaptureSelector("index=1||2").ok());
 }
 
+// diff --explain: the op by its position among the step's ops outside the input pipeline,
+// which input ops never match (their position is the next compared op's).
+TEST(CaptureSelectorTest, PositionSelectsAnOpOutsideTheInputPipeline) {
+  StatusOr<CaptureSelector> sel = ParseCaptureSelector("step=2,position=1180,stop");
+  ASSERT_TRUE(sel.ok()) << sel.status().ToString();
+  EXPECT_EQ(sel->positions, std::vector<uint64_t>{1180u});
+  EXPECT_TRUE(sel->indices.empty());
+  EXPECT_EQ(sel->limit, 1u);
+  EXPECT_EQ(sel->ToString(), "step=2,position=1180,limit=1,stop");
+  EXPECT_TRUE(sel->Matches(2, 1195, 1180, "aten::gelu", "", Phase::kForward));
+  EXPECT_TRUE(sel->Matches(2, 1203, 1180, "aten::gelu", "", Phase::kForward));
+  EXPECT_FALSE(sel->Matches(2, 1195, 1180, "aten::stack", "", Phase::kInput));
+  EXPECT_FALSE(sel->Matches(2, 1195, 1181, "aten::gelu", "", Phase::kForward));
+  EXPECT_FALSE(sel->Matches(3, 1195, 1180, "aten::gelu", "", Phase::kForward));
+  EXPECT_TRUE(sel->PositionIn(1170, 10));
+  EXPECT_FALSE(sel->PositionIn(1181, 100));
+  EXPECT_TRUE(sel->IndexIn(5, 0));  // no index term
+  StatusOr<CaptureSelector> both = ParseCaptureSelector("index=4|9,position=3");
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->limit, 1u);
+  EXPECT_FALSE(both->Matches(0, 4, 2, "x", "", Phase::kForward));
+  EXPECT_TRUE(both->Matches(0, 9, 3, "x", "", Phase::kForward));
+  EXPECT_FALSE(ParseCaptureSelector("position=x").ok());
+}
+
 TEST(CaptureSelectorTest, MatchesEveryTermAndMayMatchIgnoresTheIndex) {
   StatusOr<CaptureSelector> sel = ParseCaptureSelector("step=2,index=7,op=aten::gelu,module=b.*");
   ASSERT_TRUE(sel.ok());
-  EXPECT_TRUE(sel->Matches(2, 7, "aten::gelu", "b.mlp", Phase::kForward));
-  EXPECT_FALSE(sel->Matches(2, 8, "aten::gelu", "b.mlp", Phase::kForward));
+  EXPECT_TRUE(sel->Matches(2, 7, 3, "aten::gelu", "b.mlp", Phase::kForward));
+  EXPECT_FALSE(sel->Matches(2, 8, 3, "aten::gelu", "b.mlp", Phase::kForward));
   EXPECT_TRUE(sel->MayMatch(2, "aten::gelu", "b.mlp", Phase::kForward));
   EXPECT_FALSE(sel->MayMatch(3, "aten::gelu", "b.mlp", Phase::kForward));
   EXPECT_FALSE(sel->MayMatch(2, "aten::gelu_", "b.mlp", Phase::kForward));

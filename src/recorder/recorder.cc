@@ -250,22 +250,33 @@ class Recorder::Impl {
       deferred_.Push(std::move(record));
       WriteDeferredLocked(/*all=*/false);
       if (!enabled_.load()) return RecordedOp{};
-      const uint64_t index = ops_in_step_.fetch_add(1, std::memory_order_relaxed);
-      return RecordedOp{true, static_cast<uint32_t>(step_.load()), index, seq, false};
+      return Placed(op.phase, static_cast<uint32_t>(step_.load()), seq);
     }
     Status status = writer_->WriteOp(record);
     if (!status.ok()) {
       FailLocked(status);
       return RecordedOp{};
     }
-    const uint64_t index = ops_in_step_.fetch_add(1, std::memory_order_relaxed);
-    RecordedOp recorded{true, record.step, index, seq, false};
+    RecordedOp recorded = Placed(op.phase, record.step, seq);
     if (checker_ != nullptr) {
-      std::optional<OnlineDivergence> divergence = checker_->Check(record, index, op.op);
+      std::optional<OnlineDivergence> divergence = checker_->Check(record, recorded.index, op.op);
       if (divergence) recorded.diverged = NoteDivergenceLocked(*divergence, op);
     }
     GiveBackArgVector(std::move(record.inputs));  // for this thread's next op
     GiveBackArgVector(std::move(record.outputs));
+    return recorded;
+  }
+
+  // Requires mu_. The index and position of an op of `phase` just written, counted.
+  RecordedOp Placed(Phase phase, uint32_t step, uint64_t seq) {
+    RecordedOp recorded;
+    recorded.written = true;
+    recorded.step = step;
+    recorded.seq = seq;
+    recorded.index = ops_in_step_.fetch_add(1, std::memory_order_relaxed);
+    recorded.position = phase == Phase::kInput
+                            ? compared_in_step_.load(std::memory_order_relaxed)
+                            : compared_in_step_.fetch_add(1, std::memory_order_relaxed);
     return recorded;
   }
 
@@ -333,12 +344,14 @@ class Recorder::Impl {
   }
 
   uint64_t ops_in_step() const { return ops_in_step_.load(std::memory_order_relaxed); }
+  uint64_t compared_in_step() const { return compared_in_step_.load(std::memory_order_relaxed); }
 
   void MarkStep() {
     std::lock_guard<std::mutex> lock(mu_);
     EndStepLocked();
     step_.fetch_add(1);
     ops_in_step_.store(0, std::memory_order_relaxed);
+    compared_in_step_.store(0, std::memory_order_relaxed);
     WriteProgressLocked();
   }
 
@@ -348,6 +361,7 @@ class Recorder::Impl {
     EndStepLocked();
     step_.store(step);
     ops_in_step_.store(0, std::memory_order_relaxed);
+    compared_in_step_.store(0, std::memory_order_relaxed);
     WriteProgressLocked();
   }
 
@@ -421,14 +435,15 @@ class Recorder::Impl {
   DeferredOps deferred_;      // guarded by mu_: ops waiting for pool_'s digests, in order
   std::atomic<bool> enabled_{true};
   std::atomic<int64_t> step_{0};
-  std::atomic<uint64_t> ops_in_step_{0};  // written under mu_
-  uint64_t ops_total_ = 0;                // guarded by mu_
-  uint64_t collectives_dropped_ = 0;      // guarded by mu_: events after their step ended
-  Status first_error_;                    // guarded by mu_
-  ProgressWriter progress_writer_;        // options_.progress_path's; guarded by mu_
-  RankProgress progress_;                 // guarded by mu_
-  std::unique_ptr<HashPool> pool_;        // with options_.hash_threads
-  std::atomic<uint64_t> offloaded_{0};    // digests handed to pool_
+  std::atomic<uint64_t> ops_in_step_{0};       // written under mu_
+  std::atomic<uint64_t> compared_in_step_{0};  // of them, outside phase input; under mu_
+  uint64_t ops_total_ = 0;                     // guarded by mu_
+  uint64_t collectives_dropped_ = 0;           // guarded by mu_: events after their step ended
+  Status first_error_;                         // guarded by mu_
+  ProgressWriter progress_writer_;             // options_.progress_path's; guarded by mu_
+  RankProgress progress_;                      // guarded by mu_
+  std::unique_ptr<HashPool> pool_;             // with options_.hash_threads
+  std::atomic<uint64_t> offloaded_{0};         // digests handed to pool_
 };
 
 Recorder::Recorder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -470,6 +485,7 @@ void Recorder::RecordCollective(const CollectiveEvent& event, std::vector<ArgRec
 }
 uint64_t Recorder::collectives_dropped() const { return impl_->collectives_dropped(); }
 uint64_t Recorder::ops_in_step() const { return impl_->ops_in_step(); }
+uint64_t Recorder::compared_in_step() const { return impl_->compared_in_step(); }
 void Recorder::MarkStep() { impl_->MarkStep(); }
 void Recorder::SkipTo(int64_t step) { impl_->SkipTo(step); }
 Status Recorder::UpdateEngineMeta(std::string_view engine_meta_json) {

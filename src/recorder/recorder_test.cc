@@ -91,6 +91,35 @@ TEST(RecorderTest, RecordsOpsStepsAndMetadataWithoutTorch) {
   EXPECT_EQ(rank_meta["rank"], 0);
 }
 
+// An op's position counts the step's ops outside the input pipeline: a DataLoader's op gets an
+// index but leaves the position to the next op (diff --explain captures by position).
+TEST(RecorderTest, PositionsLeaveTheInputPipelineOut) {
+  RecorderOptions options;
+  options.run_dir = FreshDir("positions");
+  auto recorder = Recorder::Open(options);
+  ASSERT_TRUE(recorder.ok()) << recorder.status().message();
+  OpEvent op;
+  op.op = "engine::mul";
+  op.phase = Phase::kForward;
+  OpEvent load = op;
+  load.op = "engine::stack";
+  load.phase = Phase::kInput;
+  for (int step = 0; step < 2; ++step) {
+    std::vector<std::pair<uint64_t, uint64_t>> placed;  // index, position
+    for (const OpEvent* event : {&load, &op, &load, &load, &op}) {
+      const RecordedOp at = (*recorder)->Record(*event);
+      ASSERT_TRUE(at.written);
+      placed.emplace_back(at.index, at.position);
+    }
+    EXPECT_EQ(placed,
+              (std::vector<std::pair<uint64_t, uint64_t>>{{0, 0}, {1, 0}, {2, 1}, {3, 1}, {4, 1}}));
+    EXPECT_EQ((*recorder)->compared_in_step(), 2u);
+    (*recorder)->MarkStep();
+    EXPECT_EQ((*recorder)->compared_in_step(), 0u);
+  }
+  ASSERT_TRUE((*recorder)->Close().ok());
+}
+
 // The adapter names parameters, gradients and optimizer state (Arg::label): written with the
 // op, whether its inputs were digested at entry or with the outputs, and outside the digests.
 TEST(RecorderTest, LabelsReachTheTraceAndNoDigest) {
