@@ -58,10 +58,6 @@ std::string OnlyCapture(const std::string& dir, int rank, uint32_t step) {
 // deliver batches at other times in the re-run; an input op by its index.
 StatusOr<Recaptured> Recapture(const Run& run, const char* side, const RankDiff& diff,
                                const OpLocation& at) {
-  if (run.world_size > 1) {
-    return FailedPrecondition("--explain re-runs single-process runs; run " + std::string(side) +
-                              " has " + std::to_string(run.world_size) + " ranks");
-  }
   const uint32_t step = at.step;
   const size_t index = at.index;
   const std::optional<uint64_t> position = PositionOf(diff, at);

@@ -90,12 +90,6 @@ StatusOr<int> ReportOnline(const RecordRequest& request, const RecordOutcome& ou
   ASSIGN_OR_RETURN(Run candidate, LoadRun(request.run_dir, load));
   std::printf("  the full report: upguard diff %s %s\n", request.against.c_str(),
               request.run_dir.c_str());
-  if (reference.ranks.size() > 1) {
-    // The element-level explanation re-runs one process; the ranks' order and the path the
-    // difference took through collectives are in the full report (nothing to conclude here).
-    std::fflush(stdout);
-    return kExitDiverged;
-  }
   ConcludeOptions options;
   ASSIGN_OR_RETURN(Conclusion conclusion, ConcludeDiff(reference, candidate, options));
   for (const RankDiff& rank : conclusion.result.ranks) {

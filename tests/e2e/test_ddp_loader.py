@@ -54,11 +54,38 @@ def test_workers_or_none_are_identical_on_every_rank(runs: Path, with_workers: P
     assert [r["verdict"] for r in verdict["ranks"]] == ["identical", "identical"]
 
 
+@pytest.fixture(scope="module")
+def planted(runs: Path, with_workers: Path):
+    """rank 1's other dropout p, recorded with no workers against the run with 2."""
+    run = runs / "loader_online_plant"
+    return run, record(run, 0, ("--against", str(with_workers)), plant=True, expect=1)
+
+
 def test_online_check_skips_the_input_pipeline_and_finds_the_planted_rank(runs: Path,
-                                                                          with_workers: Path):
+                                                                          with_workers: Path,
+                                                                          planted):
     against = ("--against", str(with_workers))
     same = record(runs / "loader_online_w0", 0, against)
     assert "no divergence from" in same.stdout, same.stdout
-    planted = record(runs / "loader_online_plant", 0, against, plant=True, expect=1)
-    assert "rank 1 diverged from" in planted.stdout, planted.stdout
-    assert "aten::bernoulli_" in planted.stdout and "culprit" in planted.stdout, planted.stdout
+    out = planted[1].stdout
+    assert "rank 1 diverged from" in out, out
+    assert "aten::bernoulli_" in out and "culprit" in out, out
+    # Then the element-level explanation of rank 1's op: the reference re-run with torchrun.
+    assert "explain: re-ran" in out and "/captures/rank1.step0.op" in out, out
+    assert "of 1,024 elements differ" in out, out
+
+
+def test_explain_reruns_torchrun_and_captures_the_divergent_rank(with_workers: Path, planted):
+    """`diff --explain` of a torchrun run re-runs the launcher: every rank stops at the op's
+    position in its step, and rank 1's capture is compared. The reference ran with 2 workers,
+    the candidate with none: the op is at the same position, another index in the re-runs."""
+    result = upguard("diff", with_workers, planted[0], "--explain", "--json", timeout=300)
+    assert result.returncode == 1, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    explained = report["explain"]
+    assert explained["op"] == "aten::bernoulli_"
+    assert "/captures/rank1.step0.op" in explained["a"]["capture"]
+    assert "/captures/rank1.step0.op" in explained["b"]["capture"]
+    assert explained["not_reproduced"] == []
+    output = explained["outputs"][0]
+    assert output["bitwise_equal"] is False and 0 < output["differing"] < 1024
