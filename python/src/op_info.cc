@@ -191,7 +191,13 @@ OpInfo Build(const at::RecordFunction& fn) {
   info.skip = StartsWith(name, "profiler::");
   info.overwrites_self = OverwritesSelf(name);
   c10::optional<c10::FunctionSchema> schema = fn.operator_schema();
-  if (!schema) return info;
+  if (!schema) {
+    // Without a schema (autograd's own `detach`, ...) nothing says what the op reads: an input
+    // on a storage no op has defined yet stays "uninit" (a parameter made with torch.empty is
+    // detached before its init fills it).
+    info.reads_no_values = true;
+    return info;
+  }
   info.has_schema = true;
   const bool no_values = DefinesNoValues(name);
   const bool metadata_only = ChangesOnlyMetadata(name);
