@@ -36,7 +36,9 @@ void ConfigureCapture(const std::optional<CaptureSelector>& selector, const std:
                       int rank, bool hold_all) {
   CaptureState& state = State();
   std::lock_guard<std::mutex> lock(state.mu);
-  state.selector = selector;
+  // A selector for another rank selects nothing here (diff --explain re-runs every rank of a
+  // torchrun run; only the divergent one captures and stops).
+  state.selector = selector && selector->rank && *selector->rank != rank ? std::nullopt : selector;
   state.hold_all = hold_all;
   state.run_dir = run_dir;
   state.rank = rank;

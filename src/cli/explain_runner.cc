@@ -64,8 +64,11 @@ StatusOr<Recaptured> Recapture(const Run& run, const char* side, const RankDiff&
   const std::string out_dir = run.dir + "/explain";
   ASSIGN_OR_RETURN(RecordRequest request, RerunRequest(run, side, "to capture tensors", out_dir));
   request.steps = std::to_string(step);
+  // Several ranks: only the divergent one captures and stops, wherever the others are then
+  // (they fail at their next collective without it, and the launcher ends them).
   request.capture =
       "step=" + std::to_string(step) +
+      (run.world_size > 1 ? ",rank=" + std::to_string(diff.rank) : std::string()) +
       (position ? ",position=" + std::to_string(*position) : ",index=" + std::to_string(index)) +
       ",stop";
   request.overwrite = true;  // RUN/explain is upguard's: the last re-run replaces the one before

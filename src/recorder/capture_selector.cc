@@ -10,7 +10,7 @@ namespace upguard {
 namespace {
 
 constexpr const char* kKeys =
-    "step=N, index=N[|N...], position=N[|N...], op=GLOB, module=GLOB, "
+    "step=N, rank=N, index=N[|N...], position=N[|N...], op=GLOB, module=GLOB, "
     "phase=forward|backward|optimizer|recompute|other, "
     "limit=N, "
     "stop";
@@ -98,6 +98,7 @@ std::string CaptureSelector::ToString() const {
   std::string text;
   auto add = [&text](const std::string& term) { text += (text.empty() ? "" : ",") + term; };
   if (step) add("step=" + std::to_string(*step));
+  if (rank) add("rank=" + std::to_string(*rank));
   if (!indices.empty()) add("index=" + ListText(indices));
   if (!positions.empty()) add("position=" + ListText(positions));
   if (!op.empty()) add("op=" + op);
@@ -138,11 +139,12 @@ StatusOr<CaptureSelector> ParseCaptureSelector(std::string_view text) {
       if (!ParseList(value, key == "index" ? &selector.indices : &selector.positions)) {
         return TermError(text, term, "needs non-negative integers separated by |");
       }
-    } else if (key == "step" || key == "limit") {
+    } else if (key == "step" || key == "rank" || key == "limit") {
       if (!ParseCount(value, &number) || number > static_cast<uint64_t>(INT64_MAX)) {
         return TermError(text, term, "needs a non-negative integer");
       }
       if (key == "step") selector.step = static_cast<int64_t>(number);
+      if (key == "rank") selector.rank = static_cast<int64_t>(number);
       if (key == "limit") {
         if (number == 0) return TermError(text, term, "must be at least 1");
         selector.limit = number;

@@ -7,6 +7,7 @@
 //   step=3,module=blocks.*.attn,phase=backward,limit=4
 //   step=2,index=1234,stop     stop the program once the capture is written (diff --explain)
 //   step=0,index=12|40|977     any of these ops (upguard calibrate's element comparison)
+//   step=2,rank=1,position=9,stop  only rank 1 captures (and stops); the others record on
 //   step=2,position=1180,stop  the op at position 1180 among step 2's ops outside the input
 //                              pipeline (diff --explain: it stays put when DataLoader workers
 //                              deliver batches at other times; input ops never match it)
@@ -34,6 +35,7 @@ namespace upguard {
 
 struct CaptureSelector {
   std::optional<int64_t> step;
+  std::optional<int64_t> rank;      // only this rank captures; the adapter's other ranks, nothing
   std::vector<uint64_t> indices;    // sorted; empty = any
   std::vector<uint64_t> positions;  // sorted; empty = any (RecordedOp::position)
   std::string op;                   // glob; empty = any

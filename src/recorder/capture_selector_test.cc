@@ -61,6 +61,11 @@ TEST(CaptureSelectorTest, PositionSelectsAnOpOutsideTheInputPipeline) {
   EXPECT_TRUE(sel->PositionIn(1170, 10));
   EXPECT_FALSE(sel->PositionIn(1181, 100));
   EXPECT_TRUE(sel->IndexIn(5, 0));  // no index term
+  StatusOr<CaptureSelector> ranked = ParseCaptureSelector("step=2,rank=1,position=9,stop");
+  ASSERT_TRUE(ranked.ok()) << ranked.status().ToString();
+  EXPECT_EQ(*ranked->rank, 1);
+  EXPECT_EQ(ranked->ToString(), "step=2,rank=1,position=9,limit=1,stop");
+  EXPECT_FALSE(ParseCaptureSelector("rank=-1").ok());
   StatusOr<CaptureSelector> both = ParseCaptureSelector("index=4|9,position=3");
   ASSERT_TRUE(both.ok());
   EXPECT_EQ(both->limit, 1u);
@@ -99,7 +104,7 @@ TEST(CaptureSelectorTest, ErrorsQuoteTheTermAndListTheKeys) {
            Case{"step=-1", "term 'step=-1' needs a non-negative integer"},
            Case{"index=3,limit=0", "term 'limit=0' must be at least 1"},
            Case{"phase=fwd", "term 'phase=fwd' names no phase"},
-           Case{"layer=3", "term 'layer=3' has an unknown key; terms are step=N, index=N"},
+           Case{"layer=3", "term 'layer=3' has an unknown key; terms are step=N, rank=N, index=N"},
            Case{"step=2,", "term '' is not KEY=VALUE"},
            Case{"op=", "term 'op=' is not KEY=VALUE"},
        }) {

@@ -76,9 +76,10 @@ def test_online_check_skips_the_input_pipeline_and_finds_the_planted_rank(runs: 
 
 
 def test_explain_reruns_torchrun_and_captures_the_divergent_rank(with_workers: Path, planted):
-    """`diff --explain` of a torchrun run re-runs the launcher: every rank stops at the op's
-    position in its step, and rank 1's capture is compared. The reference ran with 2 workers,
-    the candidate with none: the op is at the same position, another index in the re-runs."""
+    """`diff --explain` of a torchrun run re-runs the launcher; rank 1 alone captures the op at
+    its position in the step (`rank=1`) and stops, and its captures are compared. The reference
+    ran with 2 workers, the candidate with none: the op is at the same position, another index
+    in the re-runs."""
     result = upguard("diff", with_workers, planted[0], "--explain", "--json", timeout=300)
     assert result.returncode == 1, result.stdout + result.stderr
     report = json.loads(result.stdout)
@@ -87,5 +88,8 @@ def test_explain_reruns_torchrun_and_captures_the_divergent_rank(with_workers: P
     assert "/captures/rank1.step0.op" in explained["a"]["capture"]
     assert "/captures/rank1.step0.op" in explained["b"]["capture"]
     assert explained["not_reproduced"] == []
+    for run in (with_workers, planted[0]):
+        captured = [path.name for path in (run / "explain" / "captures").iterdir()]
+        assert len(captured) == 1 and captured[0].startswith("rank1.step0.op"), captured
     output = explained["outputs"][0]
     assert output["bitwise_equal"] is False and 0 < output["differing"] < 1024
