@@ -18,6 +18,7 @@
 #include "recorder/arg_vectors.h"
 #include "recorder/deferred_ops.h"
 #include "recorder/intern_cache.h"
+#include "recorder/online_report.h"
 #include "recorder/op_observer.h"
 #include "recorder/progress_file.h"
 #include "recorder/run_meta.h"
@@ -316,24 +317,9 @@ class Recorder::Impl {
   bool NoteDivergenceLocked(const OnlineDivergence& d, const OpEvent& op) {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-    divergence_ = {{"reference", checker_->reference_dir()},
-                   {"rank", options_.rank},
-                   {"kind", d.kind},
-                   {"step", d.step},
-                   {"index", d.index},
-                   {"op", d.op},
-                   {"reference_op", d.reference_op},
-                   {"detail", d.detail},
-                   {"module", std::string(op.module)},
-                   {"call_site", std::string(op.call_site)},
-                   {"phase", std::string(PhaseName(op.phase))},
-                   {"seconds_since_start", seconds},
-                   {"notes", checker_->notes()}};
-    const std::string name = options_.rank == 0
-                                 ? "online.json"
-                                 : "online.rank" + std::to_string(options_.rank) + ".json";
-    const Status status =
-        WriteFileAtomically(options_.run_dir + "/" + name, divergence_.dump(2) + "\n");
+    divergence_ = OnlineReport(d, op, *checker_, options_.rank, seconds);
+    const Status status = WriteFileAtomically(
+        options_.run_dir + "/" + OnlineReportName(options_.rank), divergence_.dump(2) + "\n");
     if (!status.ok()) FailLocked(status);
     return true;
   }
