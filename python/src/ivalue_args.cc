@@ -132,14 +132,7 @@ std::string WrappedNumberText(const at::Tensor& tensor) {
   }
 }
 
-// `values_read`: the op reads the tensor's values (not only its shape or storage). A storage
-// whose last recorded op left it undefined (empty*, resize_) may have been filled since
-// without an op: torch.tensor(data) is aten::empty, then a copy from Python (default_collate
-// of a DataLoader in the training process makes the labels so), numpy writing into it. So an
-// op that reads values gets them digested as they are; only one that reads none (empty_like,
-// resize_, a collective's receive buffer) sees "uninit".
-Arg TensorArg(const at::Tensor& tensor, std::string_view name, ArgKind wanted, bool values_read,
-              ArgBatch* batch) {
+Arg TensorArg(const at::Tensor& tensor, std::string_view name, ArgKind wanted, ArgBatch* batch) {
   if (!tensor.defined()) return Arg::None(name);
   // A Python number passed where the schema wants a Tensor ("x * 0.5") is a wrapped number:
   // it is an argument, not data, and is recorded as one.
@@ -156,9 +149,7 @@ Arg TensorArg(const at::Tensor& tensor, std::string_view name, ArgKind wanted, b
   // A collective is still writing it: its bytes now depend on timing. (First: a collective
   // found complete here marks what it wrote as written.)
   if (wanted == ArgKind::kTensor && InFlight(tensor)) wanted = ArgKind::kOpaque;
-  if (wanted == ArgKind::kTensor && !values_read && Uninit().IsUninit(tensor)) {
-    wanted = ArgKind::kUninit;
-  }
+  if (wanted == ArgKind::kTensor && Uninit().IsUninit(tensor)) wanted = ArgKind::kUninit;
   if (wanted != ArgKind::kTensor) return Arg::Shaped(wanted, name, view);
   Arg arg = Arg::Tensor(name, ViewOf(tensor));
   if (std::optional<CachedDigest> cached = Digests().Find(tensor)) {
@@ -171,17 +162,16 @@ Arg TensorArg(const at::Tensor& tensor, std::string_view name, ArgKind wanted, b
   return arg;
 }
 
-void AppendValue(const c10::IValue& value, std::string_view name, ArgKind wanted, bool values_read,
-                 ArgBatch* batch) {
+void AppendValue(const c10::IValue& value, std::string_view name, ArgKind wanted, ArgBatch* batch) {
   if (value.isTensor()) {
-    batch->args.push_back(TensorArg(value.toTensor(), name, wanted, values_read, batch));
+    batch->args.push_back(TensorArg(value.toTensor(), name, wanted, batch));
     batch->tensors.push_back(&value.toTensor());
   } else if (value.isTensorList() || ListHasTensor(value)) {
     c10::ArrayRef<c10::IValue> items = value.toListRef();
     for (size_t idx = 0; idx < items.size(); ++idx) {
       std::string_view item_name =
           Store(std::string(name) + "[" + std::to_string(idx) + "]", batch);
-      AppendValue(items[idx], item_name, wanted, values_read, batch);
+      AppendValue(items[idx], item_name, wanted, batch);
     }
   } else if (value.isNone()) {
     batch->args.push_back(Arg::None(name));
@@ -217,7 +207,7 @@ ScopedBatch::ScopedBatch(int which)
 }
 
 void AppendTensorValues(const c10::IValue& value, std::string_view name, ArgBatch* batch) {
-  AppendValue(value, name, ArgKind::kTensor, /*values_read=*/true, batch);
+  AppendValue(value, name, ArgKind::kTensor, batch);
 }
 
 namespace {
@@ -276,8 +266,7 @@ void AppendInputs(const OpInfo& info, c10::ArrayRef<const c10::IValue> values, A
     ArgKind wanted = ArgKind::kTensor;
     if (is_out) wanted = ArgKind::kUninit;
     if (info.pure_view || (idx == 0 && info.overwrites_self)) wanted = ArgKind::kAlias;
-    AppendValue(values[idx], NameOf(info.input_names, idx, "arg", batch), wanted,
-                !info.reads_no_values, batch);
+    AppendValue(values[idx], NameOf(info.input_names, idx, "arg", batch), wanted, batch);
   }
 }
 
@@ -286,8 +275,7 @@ void AppendOutputs(const OpInfo& info, const std::vector<c10::IValue>& values, A
     ArgKind wanted = ArgKind::kTensor;
     if (info.Result(idx) == ResultKind::kView) wanted = ArgKind::kAlias;
     if (info.Result(idx) == ResultKind::kUninit) wanted = ArgKind::kUninit;
-    AppendValue(values[idx], NameOf(info.result_names, idx, "result", batch), wanted,
-                /*values_read=*/true, batch);
+    AppendValue(values[idx], NameOf(info.result_names, idx, "result", batch), wanted, batch);
   }
 }
 

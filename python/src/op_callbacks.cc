@@ -104,6 +104,9 @@ std::unique_ptr<at::ObserverContext> EnterOp(const OpCall& fn, ThreadState& ts, 
   if (!fn.call_site.empty()) ctx->call_site = fn.call_site;
   ScopedBatch scoped(0);
   ArgBatch& batch = *scoped;
+  if (info.defines_self_values && !fn.inputs.empty() && fn.inputs[0].isTensor()) {
+    ForgetWritten(fn.inputs[0].toTensor());
+  }
   AppendInputs(info, fn.inputs, &batch);
   AppendGeneratorState(info, fn.inputs, &batch);
   // State an optimizer creates in its first step is named once it holds it.

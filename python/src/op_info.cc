@@ -18,10 +18,6 @@ bool StartsWith(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
 }
 
-bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 // Ops whose results hold no defined values yet.
 bool DefinesNoValues(std::string_view name) {
   return StartsWith(name, "aten::empty") || StartsWith(name, "aten::new_empty") ||
@@ -190,18 +186,12 @@ OpInfo Build(const at::RecordFunction& fn) {
   info.name = name;
   info.skip = StartsWith(name, "profiler::");
   info.overwrites_self = OverwritesSelf(name);
+  info.defines_self_values = name == "aten::lift_fresh" || name == "aten::lift";
   c10::optional<c10::FunctionSchema> schema = fn.operator_schema();
-  if (!schema) {
-    // Without a schema (autograd's own `detach`, ...) nothing says what the op reads: an input
-    // on a storage no op has defined yet stays "uninit" (a parameter made with torch.empty is
-    // detached before its init fills it).
-    info.reads_no_values = true;
-    return info;
-  }
+  if (!schema) return info;
   info.has_schema = true;
   const bool no_values = DefinesNoValues(name);
   const bool metadata_only = ChangesOnlyMetadata(name);
-  info.reads_no_values = no_values || EndsWith(name, "_like") || StartsWith(name, "aten::new_");
   const c10::TypePtr optional_generator = c10::OptionalType::create(c10::GeneratorType::get());
   for (const c10::Argument& arg : schema->arguments()) {
     if (info.generator_arg < 0 && arg.type()->isSubtypeOf(*optional_generator)) {
@@ -250,7 +240,6 @@ OpInfo Build(const at::RecordFunction& fn) {
   } else if (IsFunctionalCollective(name)) {
     DescribeFunctionalCollective(&info);
   }
-  info.reads_no_values |= info.collective;
   return info;
 }
 

@@ -28,11 +28,11 @@ struct OpInfo {
   // The op overwrites `self` without reading it (fill_, zero_, copy_, random fills): its
   // old contents are recorded as kAlias, for the same reason.
   bool overwrites_self = false;
-  // The op reads no input's values, only shapes and storages (empty*, resize_, *_like, new_*;
-  // a collective's buffers, read at completion): an input whose storage no recorded op has
-  // defined yet is recorded as kUninit. Every other op's inputs are digested as they are
-  // (ivalue_args.cc TensorArg says why).
-  bool reads_no_values = false;
+  // torch.tensor(data) (and as_tensor, new_tensor, from_numpy, default_collate of numbers)
+  // makes its tensor with aten::empty, fills it from Python without an op, and hands it to
+  // aten::lift_fresh: from there on `self`'s values are defined, so its storage is no longer
+  // "uninit" and this op and the ones after it digest it (a DataLoader's labels).
+  bool defines_self_values = false;
   // Some argument is written: `Tensor(a!)` (in-place and out= ops), or a write the schema
   // does not declare (undeclared_writes.h).
   bool writes_inputs = false;
