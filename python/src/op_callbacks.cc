@@ -109,8 +109,12 @@ std::unique_ptr<at::ObserverContext> EnterOp(const OpCall& fn, ThreadState& ts, 
   }
   AppendInputs(info, fn.inputs, &batch);
   AppendGeneratorState(info, fn.inputs, &batch);
-  // State an optimizer creates in its first step is named once it holds it.
-  if (LabelArgs(&batch) > 0 && phase == Phase::kOptimizer && !ts.names_refreshed) {
+  // State an optimizer creates in its first step is named once it holds it: names are read
+  // again at the first op of the step that reads a tensor without a name. Not at an op without
+  // a schema: autograd's own `detach_` of torch.tensor(0.) (AdamW's step counter, made before
+  // the moments) would read them before the moments exist, and they would go unnamed.
+  const size_t unnamed = LabelArgs(&batch);
+  if (unnamed > 0 && info.has_schema && phase == Phase::kOptimizer && !ts.names_refreshed) {
     ts.names_refreshed = true;
     ResetTensorNames(ReadModelTensors());
     LabelArgs(&batch);
