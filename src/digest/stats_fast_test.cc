@@ -88,12 +88,44 @@ TEST(DigestStatsKernelTest, EveryKernelMatchesTheDefinition) {
   }
 }
 
+// `numel` random finite values of every exponent below 2 (top byte's bit 6 clear: subnormals
+// to 2^1): each lane's sum and sum of squares rounds, so that which lane a value went to, and
+// how the lanes are paired in the tree, show in the result.
+std::vector<uint8_t> WideRandom(DType dtype, size_t numel, uint64_t seed) {
+  const size_t elem_size = DTypeSize(dtype);
+  std::vector<uint8_t> bytes(numel * elem_size);
+  uint64_t state = seed;
+  for (uint8_t& byte : bytes) {
+    state = state * 6364136223846793005u + 1442695040888963407u;
+    byte = static_cast<uint8_t>(state >> 56);
+  }
+  for (size_t idx = 0; idx < numel; ++idx) bytes[idx * elem_size + elem_size - 1] &= 0xBF;
+  return bytes;
+}
+
+// Whole chunks of WideRandom values, and a chunk less a few, for every kernel and version.
+TEST(DigestStatsKernelTest, WideRangeChunksMatchTheDefinition) {
+  for (const DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    const size_t per_chunk = kDigestChunkBytes / DTypeSize(dtype);
+    for (const uint64_t seed : {1, 2, 3}) {
+      const std::vector<uint8_t> bytes = WideRandom(dtype, per_chunk, seed);
+      for (const size_t numel : {per_chunk, per_chunk - 5, size_t{1000}}) {
+        ExpectAllKernelsExact(dtype, bytes, numel,
+                              std::string(DTypeName(dtype)) + " wide seed " + std::to_string(seed) +
+                                  " numel " + std::to_string(numel));
+      }
+    }
+  }
+}
+
 // Every length from 0 to 300 (every tail of every round, for 8 and 32 lanes), in random values
-// with lanes that differ: ordinary values, and values whose sums depend on the order of
-// additions (large and small together), so that a value in a wrong lane changes the result.
+// with lanes that differ: ordinary values, values of every exponent (WideRandom), and values
+// whose sums depend on the order of additions (large and small together), so that a value in a
+// wrong lane changes the result.
 TEST(DigestStatsKernelTest, EveryLengthMatchesTheDefinition) {
   for (const DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
     const std::vector<uint8_t> random = Pattern(dtype, 300, "lcg:21");
+    const std::vector<uint8_t> wide = WideRandom(dtype, 300, 5);
     // Every 37th value near the largest finite one, every third a subnormal: sums and sums of
     // squares round, so they depend on which lane each value went to.
     std::vector<uint8_t> skewed = random;
@@ -107,6 +139,7 @@ TEST(DigestStatsKernelTest, EveryLengthMatchesTheDefinition) {
     for (size_t numel = 0; numel <= 300; ++numel) {
       const std::string what = std::string(DTypeName(dtype)) + " numel " + std::to_string(numel);
       ExpectAllKernelsExact(dtype, random, numel, what);
+      ExpectAllKernelsExact(dtype, wide, numel, what + " wide");
       ExpectAllKernelsExact(dtype, skewed, numel, what + " skewed");
     }
   }
@@ -232,7 +265,7 @@ TEST(DigestStatsKernelTest, MaskedKernelMatchesTheDefinition) {
          {size_t{32}, size_t{33}, size_t{47}, size_t{1000}, chunk - 3, chunk}) {
       const std::vector<uint8_t> special = Pattern(dtype, numel, "special");
       ExpectMaskedExact(dtype, special, name + " special x" + std::to_string(numel));
-      const std::vector<uint8_t> random = Pattern(dtype, numel, "lcg:9");
+      const std::vector<uint8_t> random = WideRandom(dtype, numel, 9);
       ExpectMaskedExact(dtype, random, name + " all finite x" + std::to_string(numel));
       const std::vector<uint8_t> values = Pattern(dtype, 10, "special");
       for (const size_t position : {size_t{0}, size_t{5}, size_t{17}, numel / 2, numel - 1}) {
