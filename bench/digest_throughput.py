@@ -1,12 +1,14 @@
 #!/usr/bin/python3
 """Digest throughput against a memory read of the same bytes, as a Markdown table.
 
-    bench/digest_throughput.py BINARY [--large]
+    bench/digest_throughput.py BINARY [--large] [--filter REGEX]
 
 BINARY is upguard_digest_benchmark (src/digest/digest_benchmark.cc). It runs with three
 repetitions, interleaved, and the table shows medians; every ratio divides two numbers measured
 in the same run, at the same size and thread count (the machine is shared and noisy). --large
-adds the 256 MiB and 1 GiB sizes (UPGUARD_BENCH_LARGE=1). GB/s are 10^9 bytes per second.
+adds the 256 MiB and 1 GiB sizes (UPGUARD_BENCH_LARGE=1); --filter runs only the benchmarks
+whose names match (Google Benchmark's --benchmark_filter; keep MemoryRead in it for the
+ratios). GB/s are 10^9 bytes per second.
 
 Targets (the "Performance" issue and issue 19): with statistics v2 (the default), contiguous
 float32, bfloat16 and float16 at least 0.8x the memory read for tensors of 1 MiB or more, on one
@@ -47,14 +49,15 @@ def size_text(size: int) -> str:
     return f"{size} B"
 
 
-def run_benchmark(binary: str, large: bool) -> dict:
+def run_benchmark(binary: str, large: bool, name_filter: str | None = None) -> dict:
     env = dict(os.environ)
     if large:
         env["UPGUARD_BENCH_LARGE"] = "1"
     else:
         env.pop("UPGUARD_BENCH_LARGE", None)
+    extra = [f"--benchmark_filter={name_filter}"] if name_filter else []
     result = subprocess.run(
-        [binary, "--benchmark_format=json", "--benchmark_repetitions=3",
+        [binary, *extra, "--benchmark_format=json", "--benchmark_repetitions=3",
          "--benchmark_report_aggregates_only=true",
          # Repetitions of all benchmarks in shuffled order, so that a burst of load from
          # another process spreads over cases instead of landing on one side of a ratio.
@@ -176,8 +179,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("binary", help="path to upguard_digest_benchmark")
     parser.add_argument("--large", action="store_true", help="add 256 MiB and 1 GiB")
+    parser.add_argument("--filter", help="only benchmarks whose names match this regex")
     args = parser.parse_args()
-    report = run_benchmark(args.binary, args.large)
+    report = run_benchmark(args.binary, args.large, args.filter)
     rows = medians(report)
     text, misses = table(rows)
     context = report.get("context", {})
