@@ -31,7 +31,8 @@ StatusOr<Digest128> ParseDigestHex(std::string_view hex);
 
 // Versions of the statistics (docs/formats/digest.md §6.1): 1 sums each chunk in 8 lanes, 2 in
 // 32 (faster: more independent chains of additions). The digest itself is the same in both;
-// mean and l2 may differ in their last bits. Recorded with the statistics; never renumbered.
+// mean and l2 may differ in their last bits, so whoever stores statistics stores their version
+// with them. Never renumbered.
 inline constexpr int kStatsVersionV1 = 1;
 inline constexpr int kStatsVersionV2 = 2;
 inline constexpr int kStatsVersionLatest = kStatsVersionV2;

@@ -1,7 +1,8 @@
 // The AVX2 statistics kernel (stats_fast.h): eight float32 or sixteen 16-bit elements per step.
-// Lanes 4v .. 4v + 3 of the spec live in vector v: two vectors per sum in v1, eight in v2. One
-// chunk at a time: two side by side, to overlap v1's chains of additions, need more than the
-// sixteen vector registers, and the spills made float32 2x slower (measured).
+// Lanes 4v .. 4v + 3 of the spec live in vector v: two vectors per sum in v1, eight in v2 (summed
+// half at a time, see Kernel). One chunk at a time: two side by side, to overlap v1's chains of
+// additions, need more than the sixteen vector registers, and the spills made float32 2x slower
+// (measured).
 #include "digest/stats_kernel.h"
 
 #if defined(__x86_64__)
@@ -125,15 +126,36 @@ UPGUARD_AVX2 bool Done(const Acc<kLanes>& acc, const uint8_t* bytes, size_t full
   return Finish<Load>(bytes, full, num_elements, &lanes, out);
 }
 
+// Bytes of a chunk summed per pair of passes in v2 (a multiple of every round: 128 bytes).
+constexpr size_t kHalvesBlockBytes = 4096;
+
 template <DType kDType, typename Load, int kLanes>
 UPGUARD_AVX2 bool Kernel(const uint8_t* bytes, size_t num_elements, ChunkStats* out,
                          Prefetch prefetch) {
   constexpr size_t kStep = 32 / Load::kSize;  // elements per step
   constexpr size_t kRound = kRoundElements<kLanes, kStep>;
+  constexpr size_t kSteps = kRound / kStep, kRoundBytes = kRound * Load::kSize;
   Acc<kLanes> acc = Start<Load::kSize, kLanes>();
   const size_t full = num_elements - num_elements % kRound;
-  for (size_t offset = 0; offset < full * Load::kSize; offset += kRound * Load::kSize) {
-    Round<kDType, Load, kLanes, 0, kRound / kStep>(bytes, offset, prefetch, &acc);
+  const size_t full_bytes = full * Load::kSize;
+  if constexpr (kLanes == kLanesV1) {
+    for (size_t offset = 0; offset < full_bytes; offset += kRoundBytes) {
+      Round<kDType, Load, kLanes, 0, kSteps>(bytes, offset, prefetch, &acc);
+    }
+    return Done<Load>(acc, bytes, full, num_elements, out);
+  }
+  // v2's 16 accumulators and the 3 extremes exceed the 16 registers: each block of the chunk
+  // (in L1) is summed in two passes, the first half of every round's steps (lanes 0-15) and
+  // then the second (lanes 16-31), 8 accumulators each. Every lane still adds its elements in
+  // order.
+  for (size_t block = 0; block < full_bytes; block += kHalvesBlockBytes) {
+    const size_t block_end = std::min(full_bytes, block + kHalvesBlockBytes);
+    for (size_t offset = block; offset < block_end; offset += kRoundBytes) {
+      Round<kDType, Load, kLanes, 0, kSteps / 2>(bytes, offset, prefetch, &acc);
+    }
+    for (size_t offset = block; offset < block_end; offset += kRoundBytes) {
+      Round<kDType, Load, kLanes, kSteps / 2, kSteps>(bytes, offset, prefetch, &acc);
+    }
   }
   return Done<Load>(acc, bytes, full, num_elements, out);
 }
