@@ -100,10 +100,7 @@ template <typename Load, int kLanes>
 UPGUARD_AVX2 bool Done(const Acc<kLanes>& acc, const uint8_t* bytes, size_t full,
                        size_t num_elements, ChunkStats* out) {
   Lanes<kLanes> lanes;
-  for (int vector = 0; vector < Acc<kLanes>::kVectors; ++vector) {
-    _mm256_storeu_pd(lanes.sum + 4 * vector, acc.sum[vector]);
-    _mm256_storeu_pd(lanes.sumsq + 4 * vector, acc.sumsq[vector]);
-  }
+  StoreLaneSums(acc.sum, acc.sumsq, &lanes);
   if (full > 0) {
     using Unsigned = std::conditional_t<Load::kSize == 4, uint32_t, uint16_t>;
     constexpr size_t kCount = 16 / sizeof(Unsigned);

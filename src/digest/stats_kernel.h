@@ -71,6 +71,16 @@ struct Lanes {
   int32_t max_key = std::numeric_limits<int32_t>::min();
 };
 
+// Copies vector accumulators into `lanes`: vector v of `sum` and `sumsq` holds lanes
+// v * width .. (v + 1) * width - 1, so their memory is the lanes in order.
+template <int kLanes, typename Vector, size_t kVectors>
+UPGUARD_ALWAYS_INLINE void StoreLaneSums(const Vector (&sum)[kVectors],
+                                         const Vector (&sumsq)[kVectors], Lanes<kLanes>* lanes) {
+  static_assert(sizeof(sum) == sizeof(lanes->sum), "one double per lane");
+  std::memcpy(lanes->sum, sum, sizeof(lanes->sum));
+  std::memcpy(lanes->sumsq, sumsq, sizeof(lanes->sumsq));
+}
+
 // Folds extremes of raw element bits (Unsigned is the element's width) into lanes' keys.
 // Floating formats are sign-magnitude, so among raw bits: when any value is negative, the
 // greatest unsigned one is the least value (the negative of largest magnitude), else the least
