@@ -35,6 +35,7 @@ struct ChunkSource {
   TensorLayout layout;
   const uint8_t* data;  // the contiguous bytes; unused when gathering
   bool stats;
+  int stats_version;  // 1 or 2 (digest.md §6.1)
 };
 
 // A strided tensor is gathered a batch of chunks at a time, which lets a transposed gather use
@@ -64,7 +65,8 @@ void ProcessContiguousChunks(const ChunkSource& source, uint64_t begin, uint64_t
     if (source.stats) {
       const auto next_bytes =
           static_cast<size_t>(std::min<uint64_t>(kDigestChunkBytes, byte_end - (offset + size)));
-      chunk_stats = ComputeChunkStats(source.dtype, bytes, size, bytes + size, next_bytes);
+      chunk_stats = ComputeChunkStats(source.dtype, bytes, size, source.stats_version, bytes + size,
+                                      next_bytes);
     }
     sink(chunk_idx, HashChunk(bytes, size), chunk_stats);
   }
@@ -87,8 +89,9 @@ void ProcessGatheredChunks(const ChunkSource& source, StridedReader* reader, uin
     reader->Read(size / elem_size, buffer);
     for (size_t chunk_offset = 0; source.stats && chunk_offset < size;
          chunk_offset += kDigestChunkBytes) {
-      batch_stats[chunk_offset / kDigestChunkBytes] = ComputeChunkStats(
-          source.dtype, buffer + chunk_offset, std::min(kDigestChunkBytes, size - chunk_offset));
+      batch_stats[chunk_offset / kDigestChunkBytes] =
+          ComputeChunkStats(source.dtype, buffer + chunk_offset,
+                            std::min(kDigestChunkBytes, size - chunk_offset), source.stats_version);
     }
     for (size_t chunk_offset = 0; chunk_offset < size; chunk_offset += kDigestChunkBytes) {
       const size_t batch_idx = chunk_offset / kDigestChunkBytes;
@@ -243,8 +246,13 @@ StatusOr<TensorDigest> DigestTensor(const TensorView& tensor, const DigestOption
     return InvalidArgument("DigestTensor: options.threads is " + std::to_string(options.threads) +
                            "; use 1 or more");
   }
+  if (options.stats_version != kStatsVersionV1 && options.stats_version != kStatsVersionV2) {
+    return InvalidArgument("DigestTensor: options.stats_version is " +
+                           std::to_string(options.stats_version) +
+                           "; use 1 or 2 (docs/formats/digest.md §6.1)");
+  }
   const ChunkSource source{tensor.dtype, layout, static_cast<const uint8_t*>(tensor.data),
-                           options.stats && DTypeIsFloating(tensor.dtype)};
+                           options.stats && DTypeIsFloating(tensor.dtype), options.stats_version};
   // Lives on the stack: a small tensor is digested without touching the heap.
   StridedReader layout_reader(tensor.data, layout.elem_size, tensor.sizes, tensor.strides,
                               tensor.ndim);

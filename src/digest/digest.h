@@ -29,14 +29,24 @@ inline constexpr int kMaxDigestDims = 64;
 // Parses the 32-hex-digit form written by Hex() (either case). InvalidArgument otherwise.
 StatusOr<Digest128> ParseDigestHex(std::string_view hex);
 
+// Versions of the statistics (docs/formats/digest.md §6.1): 1 sums each chunk in 8 lanes, 2 in
+// 32 (faster: more independent chains of additions). The digest itself is the same in both;
+// mean and l2 may differ in their last bits, so whoever stores statistics stores their version
+// with them. Never renumbered.
+inline constexpr int kStatsVersionV1 = 1;
+inline constexpr int kStatsVersionV2 = 2;
+inline constexpr int kStatsVersionLatest = kStatsVersionV2;
+
 struct DigestOptions {
   bool stats = true;  // compute TensorStats for floating dtypes
   int threads = 1;    // worker threads for large tensors; the digest does not depend on it
+  int stats_version = kStatsVersionLatest;  // 1 or 2; which §6.1 lanes the statistics use
 };
 
 // Fails (InvalidArgument) for kInvalid dtype, negative sizes or strides, or null data with
 // numel > 0; also for ndim outside [0, kMaxDigestDims], null sizes/strides with ndim > 0,
-// sizes or strides that address 2^63 bytes or more, and options.threads < 1.
+// sizes or strides that address 2^63 bytes or more, options.threads < 1, and an
+// options.stats_version other than 1 or 2.
 // A tensor with zero elements has a valid digest (of its header).
 StatusOr<TensorDigest> DigestTensor(const TensorView& tensor, const DigestOptions& options);
 

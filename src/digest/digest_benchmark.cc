@@ -6,10 +6,11 @@
 //
 // Names (parsed by bench/digest_throughput.py):
 //   MemoryRead/bytes:<B>/threads:<T>                    the baseline
-//   Digest/<f32|bf16>/<contiguous|transposed>/<stats|hash>/bytes:<B>/threads:<T>
-//   DigestMasked/f32/contiguous/stats/bytes:<B>/threads:1  a causal mask's scores (-Inf above
-//                                                     the diagonal): the masked kernel
-//   DigestTiny/<f32|bf16>/<stats|hash>/numel:<N>        the fixed cost per recorded op
+//   Digest/<f32|bf16|f16>/<contiguous|transposed>/<stats_v1|stats_v2|hash>/bytes:<B>/threads:<T>
+//                                                     stats_vN: statistics of version N (§6.1)
+//   DigestMasked/f32/contiguous/<stats_v1|stats_v2>/bytes:<B>/threads:1  a causal mask's scores
+//                                                     (-Inf above the diagonal): the masked kernel
+//   DigestTiny/<f32|bf16>/<stats_v2|hash>/numel:<N>     the fixed cost per recorded op
 //
 // The baseline sums the buffer as uint64 (AVX2 where the CPU has it, see SumWords) and splits
 // it over threads exactly as DigestTensor does (same minimum share, fresh std::threads per
@@ -46,9 +47,10 @@ constexpr uint64_t kMaxLargeBytes = uint64_t{1} << 30;
 constexpr uint64_t kMinBytesPerWorker = 32 * kDigestChunkBytes;
 
 // One buffer for every benchmark, filled once. Every 16-bit unit is a finite bfloat16 in
-// [2^-8, 2^8) with a random sign, so the bytes are finite values both as bfloat16 and as float32
-// (the high half of each float32 is such a bfloat16), with no zeros: the statistics take their
-// common path, as on real activations.
+// [2^-8, 2^8) with a random sign, so the bytes are finite values as bfloat16, as float32 (the
+// high half of each float32 is such a bfloat16) and as float16 (whose exponent field, bits
+// 10-14, is then 14 to 16), with no zeros: the statistics take their common path, as on real
+// activations.
 const uint8_t* Buffer(uint64_t bytes) {
   static std::unique_ptr<uint16_t[]> buffer;
   static uint64_t size = 0;
@@ -146,7 +148,7 @@ void BM_MemoryRead(benchmark::State& state, uint64_t bytes, int threads) {
 struct Case {
   DType dtype;
   bool transposed;
-  bool stats;
+  int stats_version;  // 0: hash only
 };
 
 // The view of `numel` elements of the shared buffer that a case digests.
@@ -173,9 +175,10 @@ CaseView MakeView(const Case& c, uint64_t numel, const void* data) {
   return out;
 }
 
-void RunDigest(benchmark::State& state, const TensorView& view, int threads, bool stats) {
+void RunDigest(benchmark::State& state, const TensorView& view, int threads, int stats_version) {
   DigestOptions options;
-  options.stats = stats;
+  options.stats = stats_version != 0;
+  options.stats_version = stats_version != 0 ? stats_version : kStatsVersionLatest;
   options.threads = threads;
   for (auto _ : state) {
     StatusOr<TensorDigest> digest = DigestTensor(view, options);
@@ -189,19 +192,19 @@ void RunDigest(benchmark::State& state, const TensorView& view, int threads, boo
 
 void BM_Digest(benchmark::State& state, Case c, uint64_t bytes, int threads) {
   CaseView view = MakeView(c, bytes / DTypeSize(c.dtype), Buffer(bytes));
-  RunDigest(state, view.view, threads, c.stats);
+  RunDigest(state, view.view, threads, c.stats_version);
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
 }
 
 void BM_DigestTiny(benchmark::State& state, Case c, int64_t numel) {
   const int64_t stride = 1;
   const TensorView view{c.dtype, &numel, &stride, 1, Buffer(64 * 8)};
-  RunDigest(state, view, 1, c.stats);
+  RunDigest(state, view, 1, c.stats_version);
 }
 
 // A causal attention mask's scores: [.., 32, 32] float32 with -Inf above the diagonal (masked_fill
 // before a softmax), so every chunk holds infinities and takes the statistics' masked kernel.
-void BM_DigestMasked(benchmark::State& state, uint64_t bytes) {
+void BM_DigestMasked(benchmark::State& state, uint64_t bytes, int stats_version) {
   std::vector<float> scores(bytes / sizeof(float));
   std::memcpy(scores.data(), Buffer(bytes), bytes);
   for (size_t idx = 0; idx < scores.size(); ++idx) {
@@ -209,11 +212,18 @@ void BM_DigestMasked(benchmark::State& state, uint64_t bytes) {
   }
   const auto numel = static_cast<int64_t>(scores.size());
   const int64_t stride = 1;
-  RunDigest(state, TensorView{DType::kFloat32, &numel, &stride, 1, scores.data()}, 1, true);
+  RunDigest(state, TensorView{DType::kFloat32, &numel, &stride, 1, scores.data()}, 1,
+            stats_version);
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
 }
 
-const char* DTypeLabel(DType dtype) { return dtype == DType::kFloat32 ? "f32" : "bf16"; }
+const char* DTypeLabel(DType dtype) {
+  return dtype == DType::kFloat32 ? "f32" : dtype == DType::kFloat16 ? "f16" : "bf16";
+}
+
+std::string ModeLabel(int stats_version) {
+  return stats_version == 0 ? "/hash" : "/stats_v" + std::to_string(stats_version);
+}
 
 void RegisterAll() {
   const bool large = [] {
@@ -225,9 +235,11 @@ void RegisterAll() {
   const int hardware = static_cast<int>(std::thread::hardware_concurrency());
   if (hardware > 1) thread_counts.push_back(hardware);
   std::vector<Case> cases;
-  for (const DType dtype : {DType::kFloat32, DType::kBFloat16}) {
+  for (const DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat16}) {
     for (const bool transposed : {false, true}) {
-      for (const bool stats : {true, false}) cases.push_back({dtype, transposed, stats});
+      for (const int stats_version : {kStatsVersionV1, kStatsVersionV2, 0}) {
+        cases.push_back({dtype, transposed, stats_version});
+      }
     }
   }
   for (uint64_t bytes = 4096; bytes <= max_bytes; bytes *= 4) {
@@ -240,7 +252,7 @@ void RegisterAll() {
       for (const Case& c : cases) {
         const std::string name = std::string("Digest/") + DTypeLabel(c.dtype) +
                                  (c.transposed ? "/transposed" : "/contiguous") +
-                                 (c.stats ? "/stats" : "/hash") + suffix;
+                                 ModeLabel(c.stats_version) + suffix;
         benchmark::RegisterBenchmark(name.c_str(), BM_Digest, c, bytes, threads)
             ->UseRealTime()
             ->MinTime(0.1);
@@ -248,17 +260,21 @@ void RegisterAll() {
     }
   }
   for (const uint64_t bytes : {uint64_t{65536}, uint64_t{1} << 20}) {
-    benchmark::RegisterBenchmark(
-        ("DigestMasked/f32/contiguous/stats/bytes:" + std::to_string(bytes) + "/threads:1").c_str(),
-        BM_DigestMasked, bytes)
-        ->UseRealTime()
-        ->MinTime(0.1);
+    for (const int stats_version : {kStatsVersionV1, kStatsVersionV2}) {
+      benchmark::RegisterBenchmark(("DigestMasked/f32/contiguous" + ModeLabel(stats_version) +
+                                    "/bytes:" + std::to_string(bytes) + "/threads:1")
+                                       .c_str(),
+                                   BM_DigestMasked, bytes, stats_version)
+          ->UseRealTime()
+          ->MinTime(0.1);
+    }
   }
-  for (const Case& c : {Case{DType::kFloat32, false, true}, Case{DType::kFloat32, false, false},
-                        Case{DType::kBFloat16, false, true}}) {
+  for (const Case& c :
+       {Case{DType::kFloat32, false, kStatsVersionV2}, Case{DType::kFloat32, false, 0},
+        Case{DType::kBFloat16, false, kStatsVersionV2}}) {
     for (int64_t numel = 1; numel <= 64; numel *= 4) {
       const std::string name = std::string("DigestTiny/") + DTypeLabel(c.dtype) +
-                               (c.stats ? "/stats" : "/hash") + "/numel:" + std::to_string(numel);
+                               ModeLabel(c.stats_version) + "/numel:" + std::to_string(numel);
       benchmark::RegisterBenchmark(name.c_str(), BM_DigestTiny, c, numel)->MinTime(0.1);
     }
   }

@@ -24,9 +24,11 @@ std::vector<uint8_t> Pattern(DType dtype, uint64_t numel, const char* pattern) {
   return bytes.ok() ? *bytes : std::vector<uint8_t>();
 }
 
-TensorDigest Digest(const OwnedView& tensor, int threads = 1) {
+TensorDigest Digest(const OwnedView& tensor, int threads = 1,
+                    int stats_version = kStatsVersionLatest) {
   DigestOptions options;
   options.threads = threads;
+  options.stats_version = stats_version;
   StatusOr<TensorDigest> digest = DigestTensor(tensor.view(), options);
   EXPECT_TRUE(digest.ok()) << digest.status().ToString();
   return digest.ok() ? *digest : TensorDigest();
@@ -40,13 +42,15 @@ void ExpectSame(const TensorDigest& got, const TensorDigest& want, const std::st
 }
 
 // The digest of the contiguous copy of `tensor`'s logical bytes.
-TensorDigest DigestOfCopy(const OwnedView& tensor) {
+TensorDigest DigestOfCopy(const OwnedView& tensor, int stats_version = kStatsVersionLatest) {
   const std::vector<uint8_t> bytes = LogicalBytes(tensor);
-  return Digest({tensor.dtype, tensor.sizes, ContiguousStrides(tensor.sizes), bytes.data()});
+  return Digest({tensor.dtype, tensor.sizes, ContiguousStrides(tensor.sizes), bytes.data()}, 1,
+                stats_version);
 }
 
 // Chunked + streamed (DigestTensor) == whole string + one-shot (reference), for every dtype and
-// element counts on both sides of chunk boundaries.
+// element counts on both sides of chunk boundaries, with either statistics version (whose
+// digests are equal).
 TEST(DigestRoutesTest, MatchesOneShotReferenceAroundChunkBoundaries) {
   for (uint8_t code = 1; code <= kMaxDType; ++code) {
     const auto dtype = static_cast<DType>(code);
@@ -56,15 +60,39 @@ TEST(DigestRoutesTest, MatchesOneShotReferenceAroundChunkBoundaries) {
       const char* pattern = DTypeIsFloating(dtype) && numel % 2 ? "special" : "lcg:11";
       const std::vector<uint8_t> bytes = Pattern(dtype, numel, pattern);
       const std::vector<int64_t> shape = {static_cast<int64_t>(numel)};
-      const TensorDigest got = Digest({dtype, shape, {1}, bytes.data()});
-      const std::string what = std::string(DTypeName(dtype)) + " numel " + std::to_string(numel);
-      EXPECT_EQ(got.digest, testing::ReferenceDigest(dtype, shape, bytes)) << what;
-      if (DTypeIsFloating(dtype)) {
-        const TensorStats want = testing::ReferenceStats(dtype, bytes);
-        EXPECT_TRUE(StatsBitEqual(got.stats, want))
-            << what << "\n got " << StatsText(got.stats) << "\nwant " << StatsText(want);
+      for (const int version : {kStatsVersionV1, kStatsVersionV2}) {
+        const TensorDigest got = Digest({dtype, shape, {1}, bytes.data()}, 1, version);
+        const std::string what = std::string(DTypeName(dtype)) + " numel " + std::to_string(numel) +
+                                 " v" + std::to_string(version);
+        EXPECT_EQ(got.digest, testing::ReferenceDigest(dtype, shape, bytes)) << what;
+        if (DTypeIsFloating(dtype)) {
+          const TensorStats want = testing::ReferenceStats(dtype, bytes, version);
+          EXPECT_TRUE(StatsBitEqual(got.stats, want))
+              << what << "\n got " << StatsText(got.stats) << "\nwant " << StatsText(want);
+        }
       }
     }
+  }
+}
+
+// The versions differ only in the statistics: the same digest, and a version other than 1 or 2
+// is refused.
+TEST(DigestRoutesTest, StatsVersionsShareTheDigest) {
+  const std::vector<uint8_t> bytes = Pattern(DType::kFloat32, 100000, "lcg:13");
+  const OwnedView tensor{DType::kFloat32, {100000}, {1}, bytes.data()};
+  const TensorDigest v1 = Digest(tensor, 1, kStatsVersionV1);
+  const TensorDigest v2 = Digest(tensor, 1, kStatsVersionV2);
+  EXPECT_EQ(v1.digest, v2.digest);
+  EXPECT_EQ(v1.stats.finite_count, v2.stats.finite_count);
+  EXPECT_TRUE(testing::SameBits(v1.stats.min, v2.stats.min));
+  EXPECT_TRUE(testing::SameBits(v1.stats.max, v2.stats.max));
+  EXPECT_TRUE(StatsBitEqual(Digest(tensor).stats, v2.stats)) << "the default is v2";
+  for (const int bad : {0, 3, -1}) {
+    DigestOptions options;
+    options.stats_version = bad;
+    StatusOr<TensorDigest> refused = DigestTensor(tensor.view(), options);
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.status().message().find("stats_version"), std::string::npos);
   }
 }
 
@@ -95,18 +123,25 @@ TEST(DigestRoutesTest, ThreadCountDoesNotMatter) {
     const std::vector<uint8_t> bytes = Pattern(c.dtype, rows * cols, c.pattern);
     const OwnedView contiguous{c.dtype, {rows, cols}, {cols, 1}, bytes.data()};
     const OwnedView transposed{c.dtype, {cols, rows}, {1, cols}, bytes.data()};
-    for (const OwnedView* tensor : {&contiguous, &transposed}) {
-      const TensorDigest one = Digest(*tensor, 1);
-      if (tensor == &contiguous) {
-        EXPECT_EQ(one.digest, testing::ReferenceDigest(c.dtype, tensor->sizes, bytes));
-      } else {
-        ExpectSame(one, DigestOfCopy(*tensor), "transposed vs copy");
-      }
-      for (const int threads : {2, 3, 4, 8}) {
-        ExpectSame(Digest(*tensor, threads), one,
-                   std::string(DTypeName(c.dtype)) +
-                       (tensor == &contiguous ? " contiguous" : " transposed") + " threads " +
-                       std::to_string(threads));
+    for (const int version : {kStatsVersionV1, kStatsVersionV2}) {
+      for (const OwnedView* tensor : {&contiguous, &transposed}) {
+        const std::string what = std::string(DTypeName(c.dtype)) +
+                                 (tensor == &contiguous ? " contiguous" : " transposed") + " v" +
+                                 std::to_string(version);
+        const TensorDigest one = Digest(*tensor, 1, version);
+        if (tensor == &contiguous) {
+          EXPECT_EQ(one.digest, testing::ReferenceDigest(c.dtype, tensor->sizes, bytes));
+          if (DTypeIsFloating(c.dtype)) {
+            EXPECT_TRUE(StatsBitEqual(one.stats, testing::ReferenceStats(c.dtype, bytes, version)))
+                << what;
+          }
+        } else {
+          ExpectSame(one, DigestOfCopy(*tensor, version), what + " vs copy");
+        }
+        for (const int threads : {2, 3, 4, 8}) {
+          ExpectSame(Digest(*tensor, threads, version), one,
+                     what + " threads " + std::to_string(threads));
+        }
       }
     }
   }
@@ -127,9 +162,13 @@ TEST(DigestRoutesTest, StridedViewsMatchContiguousCopy) {
       {DType::kFloat32, {3, 3}, {0, 0}, base + 17},               // one value everywhere
   };
   for (size_t view_idx = 0; view_idx < views.size(); ++view_idx) {
-    for (const int threads : {1, 4}) {
-      ExpectSame(Digest(views[view_idx], threads), DigestOfCopy(views[view_idx]),
-                 "view " + std::to_string(view_idx) + " threads " + std::to_string(threads));
+    for (const int version : {kStatsVersionV1, kStatsVersionV2}) {
+      for (const int threads : {1, 4}) {
+        ExpectSame(Digest(views[view_idx], threads, version),
+                   DigestOfCopy(views[view_idx], version),
+                   "view " + std::to_string(view_idx) + " threads " + std::to_string(threads) +
+                       " v" + std::to_string(version));
+      }
     }
   }
 }

@@ -108,8 +108,26 @@ inline double ElementAsDouble(DType dtype, const uint8_t* p) {
   }
 }
 
-// digest.md §6, literally, one element at a time.
-inline TensorStats ReferenceStats(DType dtype, const std::vector<uint8_t>& logical) {
+// v1's tree of digest.md §6.1 over eight values.
+inline double ReferenceTree8(const double (&l)[8]) {
+  return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+}
+
+// A chunk's sum from its lanes (§6.1): v1's tree over 8 lanes; v2's over 32, whose groups of
+// eight are added lane-wise first.
+inline double ReferenceChunkSum(const double (&lanes)[32], int stats_version) {
+  double t[8];
+  for (int i = 0; i < 8; ++i) {
+    t[i] =
+        stats_version == 1 ? lanes[i] : (lanes[i] + lanes[i + 8]) + (lanes[i + 16] + lanes[i + 24]);
+  }
+  return ReferenceTree8(t);
+}
+
+// digest.md §6, literally, one element at a time, for statistics version 1 (8 lanes) or 2 (32).
+inline TensorStats ReferenceStats(DType dtype, const std::vector<uint8_t>& logical,
+                                  int stats_version) {
+  const size_t lanes = stats_version == 1 ? 8 : 32;
   const size_t elem_size = DTypeSize(dtype);
   const size_t chunk_elems = kDigestChunkBytes / elem_size;
   const size_t numel = logical.size() / elem_size;
@@ -117,7 +135,7 @@ inline TensorStats ReferenceStats(DType dtype, const std::vector<uint8_t>& logic
   double sum = 0, sumsq = 0;
   bool have_finite = false;
   for (size_t chunk_begin = 0; chunk_begin < numel; chunk_begin += chunk_elems) {
-    double s[8] = {}, q[8] = {};
+    double s[32] = {}, q[32] = {};
     for (size_t j = 0; j < chunk_elems && chunk_begin + j < numel; ++j) {
       const double v = ElementAsDouble(dtype, &logical[(chunk_begin + j) * elem_size]);
       if (std::isnan(v)) {
@@ -126,9 +144,9 @@ inline TensorStats ReferenceStats(DType dtype, const std::vector<uint8_t>& logic
         ++(v > 0 ? stats.pos_inf_count : stats.neg_inf_count);
       } else {
         ++stats.finite_count;
-        s[j % 8] = s[j % 8] + v;
+        s[j % lanes] = s[j % lanes] + v;
         volatile double square = v * v;  // no contraction into an FMA
-        q[j % 8] = q[j % 8] + square;
+        q[j % lanes] = q[j % lanes] + square;
         const bool less = v < stats.min || (v == stats.min && std::signbit(v));
         const bool greater = v > stats.max || (v == stats.max && !std::signbit(v));
         if (!have_finite || less) stats.min = v;
@@ -136,8 +154,8 @@ inline TensorStats ReferenceStats(DType dtype, const std::vector<uint8_t>& logic
         have_finite = true;
       }
     }
-    sum = sum + (((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])));
-    sumsq = sumsq + (((q[0] + q[1]) + (q[2] + q[3])) + ((q[4] + q[5]) + (q[6] + q[7])));
+    sum = sum + ReferenceChunkSum(s, stats_version);
+    sumsq = sumsq + ReferenceChunkSum(q, stats_version);
   }
   if (have_finite) {
     stats.mean = sum / static_cast<double>(stats.finite_count);

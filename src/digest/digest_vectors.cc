@@ -70,8 +70,13 @@ StatusOr<std::map<std::string, std::string>> SplitFields(std::string_view line) 
 
 }  // namespace
 
+const char* DigestVectorsFile(int stats_version) {
+  return stats_version == kStatsVersionV1 ? "tests/data/digest_vectors.txt"
+                                          : "tests/data/digest_vectors_v2.txt";
+}
+
 StatusOr<DigestVector> MakeDigestVector(DType dtype, std::vector<int64_t> shape,
-                                        std::string pattern) {
+                                        std::string pattern, int stats_version) {
   DigestVector vector{dtype, std::move(shape), std::move(pattern), {}};
   uint64_t numel = 1;
   for (const int64_t size : vector.shape) numel *= static_cast<uint64_t>(size);
@@ -84,7 +89,9 @@ StatusOr<DigestVector> MakeDigestVector(DType dtype, std::vector<int64_t> shape,
   }
   const TensorView view{dtype, vector.shape.data(), strides.data(),
                         static_cast<int>(vector.shape.size()), bytes.data()};
-  ASSIGN_OR_RETURN(vector.expected, DigestTensor(view, DigestOptions()));
+  DigestOptions options;
+  options.stats_version = stats_version;
+  ASSIGN_OR_RETURN(vector.expected, DigestTensor(view, options));
   return vector;
 }
 

@@ -6,6 +6,7 @@
 
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "base/file.h"
 #include "digest/digest_test_util.h"
@@ -16,8 +17,10 @@ namespace {
 using testing::StatsBitEqual;
 using testing::StatsText;
 
-TEST(DigestVectorsTest, CheckedInVectorsStillHold) {
-  const std::string path = std::string(UPGUARD_SOURCE_DIR) + "/tests/data/digest_vectors.txt";
+// Every vector of the file of `stats_version`: regenerated, digested with that version, and
+// written back to the same line.
+void ExpectVectorsHold(int stats_version, int min_count) {
+  const std::string path = std::string(UPGUARD_SOURCE_DIR) + "/" + DigestVectorsFile(stats_version);
   StatusOr<std::string> text = ReadFileToString(path);
   ASSERT_TRUE(text.ok()) << text.status().ToString();
   std::istringstream lines(*text);
@@ -27,7 +30,8 @@ TEST(DigestVectorsTest, CheckedInVectorsStillHold) {
     if (line.empty() || line[0] == '#') continue;
     StatusOr<DigestVector> want = ParseDigestVector(line);
     ASSERT_TRUE(want.ok()) << path << ":" << line_no << ": " << want.status().ToString();
-    StatusOr<DigestVector> got = MakeDigestVector(want->dtype, want->shape, want->pattern);
+    StatusOr<DigestVector> got =
+        MakeDigestVector(want->dtype, want->shape, want->pattern, stats_version);
     ASSERT_TRUE(got.ok()) << path << ":" << line_no << ": " << got.status().ToString();
     EXPECT_EQ(got->expected.digest, want->expected.digest) << path << ":" << line_no;
     EXPECT_EQ(got->expected.has_stats, want->expected.has_stats) << path << ":" << line_no;
@@ -36,7 +40,39 @@ TEST(DigestVectorsTest, CheckedInVectorsStillHold) {
     EXPECT_EQ(FormatDigestVector(*got), line) << path << ":" << line_no;
     ++vector_count;
   }
-  EXPECT_GT(vector_count, 80) << "the vector file looks truncated; regenerate it (digest.md §8)";
+  EXPECT_GT(vector_count, min_count)
+      << "the vector file looks truncated; regenerate it (digest.md §8)";
+}
+
+TEST(DigestVectorsTest, CheckedInVectorsStillHold) { ExpectVectorsHold(kStatsVersionV1, 80); }
+
+TEST(DigestVectorsTest, CheckedInV2VectorsHold) { ExpectVectorsHold(kStatsVersionV2, 85); }
+
+// The digests of v1's file and v2's are the same line by line (v2 changed statistics only); the
+// statistics of some differ, or the v2 file would not test v2's lanes.
+TEST(DigestVectorsTest, V1AndV2FilesShareTheirDigests) {
+  std::vector<DigestVector> files[2];
+  for (const int version : {kStatsVersionV1, kStatsVersionV2}) {
+    StatusOr<std::string> text =
+        ReadFileToString(std::string(UPGUARD_SOURCE_DIR) + "/" + DigestVectorsFile(version));
+    ASSERT_TRUE(text.ok()) << text.status().ToString();
+    std::istringstream lines(*text);
+    std::string line;
+    while (std::getline(lines, line)) {
+      if (line.empty() || line[0] == '#') continue;
+      StatusOr<DigestVector> vector = ParseDigestVector(line);
+      ASSERT_TRUE(vector.ok()) << line;
+      files[version - 1].push_back(*vector);
+    }
+  }
+  ASSERT_GE(files[1].size(), files[0].size());
+  int stats_differ = 0;
+  for (size_t idx = 0; idx < files[0].size(); ++idx) {
+    EXPECT_EQ(files[0][idx].pattern, files[1][idx].pattern) << idx;
+    EXPECT_EQ(files[0][idx].expected.digest, files[1][idx].expected.digest) << idx;
+    stats_differ += !StatsBitEqual(files[0][idx].expected.stats, files[1][idx].expected.stats);
+  }
+  EXPECT_GT(stats_differ, 0);
 }
 
 TEST(DigestVectorsTest, ParseRejectsBadLines) {

@@ -10,7 +10,7 @@ const StatusOr<TensorDigest>& PendingDigest::Wait() const {
 }
 
 HashPool::HashPool(int threads, const DigestOptions& options)
-    : options_{options.stats, /*threads=*/1} {
+    : options_{options.stats, /*threads=*/1, options.stats_version} {
   for (int idx = 0; idx < std::max(threads, 1); ++idx) workers_.emplace_back([this] { Work(); });
 }
 

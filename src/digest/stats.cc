@@ -6,12 +6,14 @@
 #include <limits>
 
 #include "digest/half.h"
+#include "digest/portable/chunk_stats.h"
 #include "digest/stats_fast.h"
 
 namespace upguard {
 namespace {
 
-constexpr int kLanes = 8;  // part of the format (digest.md §6.1)
+using portable::LaneTree;
+
 constexpr double kInf = std::numeric_limits<double>::infinity();
 // Fewer float32/float16/bfloat16 values than this go straight to the element-by-element
 // definition: for them the vector kernels' set-up and reductions cost more (a 16-element tensor
@@ -53,13 +55,9 @@ struct LoadBFloat16 {
   static double One(const uint8_t* p) { return BFloat16ToDouble(LoadAs<uint16_t>(p)); }
 };
 
-inline double TreeSum(const double (&lanes)[kLanes]) {
-  return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
-         ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
-}
-
-// The definition, one element at a time: any chunk, including ones with NaN or +-Inf.
-template <typename Load>
+// The definition with kLanes lanes (8: v1, 32: v2), one element at a time: any chunk,
+// including ones with NaN or +-Inf.
+template <typename Load, int kLanes>
 ChunkStats ExactChunk(const uint8_t* bytes, size_t num_elements) {
   double sum[kLanes] = {};
   double sumsq[kLanes] = {};
@@ -83,8 +81,8 @@ ChunkStats ExactChunk(const uint8_t* bytes, size_t num_elements) {
       ++out.neg_inf_count;
     }
   }
-  out.sum = TreeSum(sum);
-  out.sumsq = TreeSum(sumsq);
+  out.sum = LaneTree<kLanes>(sum);
+  out.sumsq = LaneTree<kLanes>(sumsq);
   return out;
 }
 
@@ -102,23 +100,25 @@ bool HasZero(const uint8_t* bytes, size_t num_elements, bool negative) {
 // value is finite. A NaN or +-Inf leaves its lane's sum of squares non-finite for good, so checking
 // the lanes at the end proves the assumption; false means "use ExactChunk" (so does a sum of
 // squares that overflowed, harmlessly). Plain min/max may pick either zero; a zero min or max
-// gets its sign from a rescan.
-template <typename Load>
+// gets its sign from a rescan. min and max take four pairs whatever kLanes (their order does
+// not matter), which leaves more registers to the sums.
+template <typename Load, int kLanes>
 bool FastChunk(const uint8_t* bytes, size_t num_elements, ChunkStats* out) {
-  Pair sum[kLanes / 2] = {}, sumsq[kLanes / 2] = {}, min[kLanes / 2], max[kLanes / 2];
-  for (int pair = 0; pair < kLanes / 2; ++pair) {
+  constexpr int kExtremes = 4;
+  Pair sum[kLanes / 2] = {}, sumsq[kLanes / 2] = {}, min[kExtremes], max[kExtremes];
+  for (int pair = 0; pair < kExtremes; ++pair) {
     min[pair] = Pair{} + kInf;
     max[pair] = Pair{} - kInf;
   }
   const size_t full = num_elements - num_elements % kLanes;
   for (size_t block = 0; block < full; block += kLanes) {
-#pragma GCC unroll 4
+#pragma GCC unroll 16
     for (int pair = 0; pair < kLanes / 2; ++pair) {
       const Pair v = Load::Two(bytes + (block + 2 * pair) * Load::kSize);
       sum[pair] += v;
       sumsq[pair] += v * v;
-      min[pair] = v < min[pair] ? v : min[pair];
-      max[pair] = v > max[pair] ? v : max[pair];
+      min[pair % kExtremes] = v < min[pair % kExtremes] ? v : min[pair % kExtremes];
+      max[pair % kExtremes] = v > max[pair % kExtremes] ? v : max[pair % kExtremes];
     }
   }
   double lane_sum[kLanes], lane_sumsq[kLanes];
@@ -127,6 +127,8 @@ bool FastChunk(const uint8_t* bytes, size_t num_elements, ChunkStats* out) {
   for (int lane = 0; lane < kLanes; ++lane) {
     lane_sum[lane] = sum[lane / 2][lane % 2];
     lane_sumsq[lane] = sumsq[lane / 2][lane % 2];
+  }
+  for (int lane = 0; lane < 2 * kExtremes; ++lane) {
     out->min = std::min(out->min, min[lane / 2][lane % 2]);
     out->max = std::max(out->max, max[lane / 2][lane % 2]);
   }
@@ -140,42 +142,55 @@ bool FastChunk(const uint8_t* bytes, size_t num_elements, ChunkStats* out) {
   for (const double lane : lane_sumsq) {
     if (!std::isfinite(lane)) return false;
   }
-  out->sum = TreeSum(lane_sum);
-  out->sumsq = TreeSum(lane_sumsq);
+  out->sum = LaneTree<kLanes>(lane_sum);
+  out->sumsq = LaneTree<kLanes>(lane_sumsq);
   out->finite_count = num_elements;
   if (out->min == 0) out->min = HasZero<Load>(bytes, num_elements, true) ? -0.0 : 0.0;
   if (out->max == 0) out->max = HasZero<Load>(bytes, num_elements, false) ? 0.0 : -0.0;
   return true;
 }
 
-}  // namespace
-
 // float64 takes FastChunk above; float32, float16 and bfloat16 the kernels of stats_fast.h,
 // and, where they find a NaN or an infinity, its masked kernel.
-ChunkStats ComputeChunkStats(DType dtype, const uint8_t* bytes, size_t num_bytes,
-                             const uint8_t* next, size_t next_bytes) {
-  UPGUARD_CHECK(DTypeIsFloating(dtype) && "ComputeChunkStats needs a floating dtype");
+template <int kLanes>
+ChunkStats ChunkStatsWithLanes(DType dtype, const uint8_t* bytes, size_t num_bytes,
+                               const uint8_t* next, size_t next_bytes) {
   ChunkStats out;
   if (dtype == DType::kFloat64) {
-    if (FastChunk<LoadFloat64>(bytes, num_bytes / 8, &out)) return out;
-    return ExactChunk<LoadFloat64>(bytes, num_bytes / 8);
+    if (FastChunk<LoadFloat64, kLanes>(bytes, num_bytes / 8, &out)) return out;
+    return ExactChunk<LoadFloat64, kLanes>(bytes, num_bytes / 8);
   }
   const size_t num_elements = num_bytes / DTypeSize(dtype);
   if (num_elements >= kMinKernelElements) {
-    if (!internal::FastChunkStats(internal::BestStatsIsa(), dtype, bytes, num_elements, &out, next,
-                                  next_bytes)) {
-      internal::MaskedChunkStats(dtype, bytes, num_elements, &out);  // a NaN or an infinity
+    if (!internal::FastChunkStats(internal::BestStatsIsa(), kLanes, dtype, bytes, num_elements,
+                                  &out, next, next_bytes)) {
+      internal::MaskedChunkStats(kLanes, dtype, bytes, num_elements, &out);  // a NaN or an Inf
     }
     return out;
   }
   switch (dtype) {
     case DType::kFloat32:
-      return ExactChunk<LoadFloat32>(bytes, num_elements);
+      return ExactChunk<LoadFloat32, kLanes>(bytes, num_elements);
     case DType::kFloat16:
-      return ExactChunk<LoadFloat16>(bytes, num_elements);
+      return ExactChunk<LoadFloat16, kLanes>(bytes, num_elements);
     default:
-      return ExactChunk<LoadBFloat16>(bytes, num_elements);
+      return ExactChunk<LoadBFloat16, kLanes>(bytes, num_elements);
   }
+}
+
+}  // namespace
+
+ChunkStats ComputeChunkStats(DType dtype, const uint8_t* bytes, size_t num_bytes, int stats_version,
+                             const uint8_t* next, size_t next_bytes) {
+  UPGUARD_CHECK(DTypeIsFloating(dtype) && "ComputeChunkStats needs a floating dtype");
+  UPGUARD_CHECK((stats_version == kStatsVersionV1 || stats_version == kStatsVersionV2) &&
+                "ComputeChunkStats: stats_version must be 1 or 2");
+  if (stats_version == kStatsVersionV1) {
+    return ChunkStatsWithLanes<portable::StatsLaneCount(kStatsVersionV1)>(dtype, bytes, num_bytes,
+                                                                          next, next_bytes);
+  }
+  return ChunkStatsWithLanes<portable::StatsLaneCount(kStatsVersionV2)>(dtype, bytes, num_bytes,
+                                                                        next, next_bytes);
 }
 
 void StatsAccumulator::Add(const ChunkStats& chunk) {

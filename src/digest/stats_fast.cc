@@ -15,7 +15,8 @@ namespace upguard::internal {
 namespace {
 
 using kernel::Finish;
-using kernel::kLanes;
+using kernel::kLanesV1;
+using kernel::kLanesV2;
 using kernel::Lanes;
 using kernel::LoadBFloat16;
 using kernel::LoadFloat16;
@@ -73,25 +74,28 @@ UPGUARD_ALWAYS_INLINE void Widen(F32x4 values, F64x2* low, F64x2* high) {
 
 constexpr int32_t kExponent = 0x7F800000;  // a binary32's exponent bits: all set for NaN and Inf
 
-// The whole blocks of eight elements [0, full) summed into `lanes`, in the spec's order. With
+// The whole blocks of kLanes elements [0, full) summed into `lanes`, in the spec's order. With
 // kMasked (a chunk holding a NaN or an infinity), each non-finite element adds +0.0 instead,
 // which changes no lane: a lane starts at +0.0 and a sum of binary64 values is -0.0 only when
 // both are, so no lane is ever -0.0 and `lane + 0.0 == lane` (no finite value of these dtypes
 // can overflow a lane either); its key stays out of min and max, and it is counted by class in
 // `out`. Without kMasked there are no per-element tests: a NaN or an infinity leaves its lane's
 // sum of squares non-finite, for Finish to report.
-template <typename Load, bool kMasked>
+// Each block is kLanes / 4 quads of elements, quad `quad` feeding lane pairs 2 * quad and
+// 2 * quad + 1.
+template <typename Load, bool kMasked, int kLanes>
 UPGUARD_ALWAYS_INLINE void SumBlocks(const uint8_t* bytes, size_t full, kernel::Prefetch prefetch,
-                                     Lanes* lanes, ChunkStats* out) {
+                                     Lanes<kLanes>* lanes, ChunkStats* out) {
   F64x2 sum[kLanes / 2] = {}, sumsq[kLanes / 2] = {};
   I32x4 min_key = I32x4{} + std::numeric_limits<int32_t>::max();
   I32x4 max_key = I32x4{} + std::numeric_limits<int32_t>::min();
   I32x4 nan = {}, pos_inf = {}, neg_inf = {};  // the counts, negated (a true mask is -1)
   for (size_t block = 0; block < full; block += kLanes) {
-    kernel::PrefetchAt(prefetch, block * Load::kSize);
-#pragma GCC unroll 2
-    for (int half = 0; half < 2; ++half) {  // elements 4*half .. 4*half+3 of the block
-      const I32x4 bits = Bits4<Load>(bytes + (block + 4 * half) * Load::kSize);
+#pragma GCC unroll 8
+    for (int quad = 0; quad < kLanes / 4; ++quad) {  // elements 4*quad .. 4*quad+3 of the block
+      const size_t offset = (block + 4 * quad) * Load::kSize;
+      if (quad % 2 == 0) kernel::PrefetchAt(prefetch, offset);
+      const I32x4 bits = Bits4<Load>(bytes + offset);
       I32x4 finite = I32x4{} - 1;
       if constexpr (kMasked) {
         finite = (bits & kExponent) != kExponent;
@@ -101,10 +105,10 @@ UPGUARD_ALWAYS_INLINE void SumBlocks(const uint8_t* bytes, size_t full, kernel::
       }
       F64x2 low, high;
       Widen(reinterpret_cast<F32x4>(kMasked ? bits & finite : bits), &low, &high);
-      sum[2 * half] += low;
-      sumsq[2 * half] += low * low;
-      sum[2 * half + 1] += high;
-      sumsq[2 * half + 1] += high * high;
+      sum[2 * quad] += low;
+      sumsq[2 * quad] += low * low;
+      sum[2 * quad + 1] += high;
+      sumsq[2 * quad + 1] += high * high;
       const I32x4 key = bits ^ ((bits >> 31) & 0x7FFFFFFF);
       if constexpr (kMasked) {
         min_key = (finite & (key < min_key)) ? key : min_key;
@@ -128,34 +132,35 @@ UPGUARD_ALWAYS_INLINE void SumBlocks(const uint8_t* bytes, size_t full, kernel::
   }
 }
 
-template <typename Load>
+template <typename Load, int kLanes>
 UPGUARD_ALWAYS_INLINE bool BaselineKernel(const uint8_t* bytes, size_t num_elements,
                                           ChunkStats* out, kernel::Prefetch prefetch) {
   const size_t full = num_elements - num_elements % kLanes;
-  Lanes lanes;
+  Lanes<kLanes> lanes;
   SumBlocks<Load, false>(bytes, full, prefetch, &lanes, out);
   return Finish<Load>(bytes, full, num_elements, &lanes, out);
 }
 
+template <int kLanes>
 bool FastChunkBaseline(DType dtype, const uint8_t* bytes, size_t num_elements, ChunkStats* out,
                        kernel::Prefetch prefetch) {
   switch (dtype) {
     case DType::kFloat32:
-      return BaselineKernel<LoadFloat32>(bytes, num_elements, out, prefetch);
+      return BaselineKernel<LoadFloat32, kLanes>(bytes, num_elements, out, prefetch);
     case DType::kBFloat16:
-      return BaselineKernel<LoadBFloat16>(bytes, num_elements, out, prefetch);
+      return BaselineKernel<LoadBFloat16, kLanes>(bytes, num_elements, out, prefetch);
     default:
-      return BaselineKernel<LoadFloat16>(bytes, num_elements, out, prefetch);
+      return BaselineKernel<LoadFloat16, kLanes>(bytes, num_elements, out, prefetch);
   }
 }
 
 // A chunk that holds a NaN or an infinity (an attention mask filled with -Inf, a softmax over
 // it): SumBlocks masked, then the last few elements by the definition.
-template <typename Load>
+template <typename Load, int kLanes>
 UPGUARD_ALWAYS_INLINE void MaskedKernel(const uint8_t* bytes, size_t num_elements,
                                         ChunkStats* out) {
   const size_t full = num_elements - num_elements % kLanes;
-  Lanes lanes;
+  Lanes<kLanes> lanes;
   *out = ChunkStats{};
   SumBlocks<Load, true>(bytes, full, kernel::Prefetch{nullptr, 0}, &lanes, out);
   for (size_t elem_idx = full; elem_idx < num_elements; ++elem_idx) {
@@ -178,6 +183,18 @@ UPGUARD_ALWAYS_INLINE void MaskedKernel(const uint8_t* bytes, size_t num_element
   kernel::FillFromLanes(lanes, num_elements, out);
 }
 
+template <int kLanes>
+void MaskedChunk(DType dtype, const uint8_t* bytes, size_t num_elements, ChunkStats* out) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return MaskedKernel<LoadFloat32, kLanes>(bytes, num_elements, out);
+    case DType::kBFloat16:
+      return MaskedKernel<LoadBFloat16, kLanes>(bytes, num_elements, out);
+    default:
+      return MaskedKernel<LoadFloat16, kLanes>(bytes, num_elements, out);
+  }
+}
+
 }  // namespace
 
 bool StatsIsaAvailable(StatsIsa isa) {
@@ -186,9 +203,11 @@ bool StatsIsaAvailable(StatsIsa isa) {
       return true;
 #if defined(__x86_64__)
     case StatsIsa::kAvx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
+             __builtin_cpu_supports("fma");
     case StatsIsa::kAvx512:
-      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("fma");
 #endif
     default:
       return false;
@@ -219,29 +238,28 @@ StatsIsa BestStatsIsa() {
   return best;
 }
 
-bool FastChunkStats(StatsIsa isa, DType dtype, const uint8_t* bytes, size_t num_elements,
+bool FastChunkStats(StatsIsa isa, int lanes, DType dtype, const uint8_t* bytes, size_t num_elements,
                     ChunkStats* out, const uint8_t* next, size_t next_bytes) {
+  UPGUARD_CHECK((lanes == kLanesV1 || lanes == kLanesV2) && "FastChunkStats: 8 or 32 lanes");
   const kernel::Prefetch prefetch{next, next != nullptr ? next_bytes : 0};
 #if defined(__x86_64__)
   if (isa == StatsIsa::kAvx512) {
-    return kernel::FastChunkAvx512(dtype, bytes, num_elements, out, prefetch);
+    return kernel::FastChunkAvx512(lanes, dtype, bytes, num_elements, out, prefetch);
   }
   if (isa == StatsIsa::kAvx2) {
-    return kernel::FastChunkAvx2(dtype, bytes, num_elements, out, prefetch);
+    return kernel::FastChunkAvx2(lanes, dtype, bytes, num_elements, out, prefetch);
   }
 #endif
-  return FastChunkBaseline(dtype, bytes, num_elements, out, prefetch);
+  if (lanes == kLanesV1)
+    return FastChunkBaseline<kLanesV1>(dtype, bytes, num_elements, out, prefetch);
+  return FastChunkBaseline<kLanesV2>(dtype, bytes, num_elements, out, prefetch);
 }
 
-void MaskedChunkStats(DType dtype, const uint8_t* bytes, size_t num_elements, ChunkStats* out) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return MaskedKernel<LoadFloat32>(bytes, num_elements, out);
-    case DType::kBFloat16:
-      return MaskedKernel<LoadBFloat16>(bytes, num_elements, out);
-    default:
-      return MaskedKernel<LoadFloat16>(bytes, num_elements, out);
-  }
+void MaskedChunkStats(int lanes, DType dtype, const uint8_t* bytes, size_t num_elements,
+                      ChunkStats* out) {
+  UPGUARD_CHECK((lanes == kLanesV1 || lanes == kLanesV2) && "MaskedChunkStats: 8 or 32 lanes");
+  if (lanes == kLanesV1) return MaskedChunk<kLanesV1>(dtype, bytes, num_elements, out);
+  MaskedChunk<kLanesV2>(dtype, bytes, num_elements, out);
 }
 
 }  // namespace upguard::internal

@@ -2,14 +2,15 @@
 // §6, implementation note §9), built for more than one instruction set and picked at run time.
 //
 //   ChunkStats out;
-//   if (!internal::FastChunkStats(internal::BestStatsIsa(), dtype, bytes, n, &out)) {
+//   if (!internal::FastChunkStats(internal::BestStatsIsa(), 32, dtype, bytes, n, &out)) {
 //     out = /* the element-by-element definition */;
 //   }
 //
 // Algorithm: every element is widened exactly to binary32 (bfloat16 by a shift, float16 by
-// F16C or integer arithmetic), then to binary64 for the spec's eight lane sums and sums of
-// squares, in the spec's order (four lanes per vector with SSE2 pairs or AVX2, all eight with
-// AVX-512). There are no per-element tests: a NaN or +-Inf makes its lane's sum of squares
+// F16C or integer arithmetic), then to binary64 for the spec's lane sums and sums of squares
+// (8 lanes in v1, 32 in v2), in the spec's order (four lanes per vector with SSE2 pairs or
+// AVX2, eight with AVX-512; every kernel is one template on the lane count). There are no
+// per-element tests: a NaN or +-Inf makes its lane's sum of squares
 // non-finite for good, so the lanes at the end tell whether the chunk was all finite (otherwise
 // the caller recomputes it by the definition; squares of these dtypes cannot overflow
 // binary64). min and max follow IEEE totalOrder (-0.0 below +0.0) with no rescan: the baseline
@@ -39,18 +40,20 @@ const char* StatsIsaName(StatsIsa isa);
 // baseline) caps it, to measure or check a slower kernel on a faster CPU; results are the same.
 StatsIsa BestStatsIsa();
 
-// Fills `out` and returns true when all `num_elements` values are finite; returns false (out
-// unspecified: recompute the chunk by the definition) otherwise. Prefetches up to
-// `next_bytes` of `next` (may be null) along the way, as ComputeChunkStats. Preconditions:
-// StatsIsaAvailable(isa); dtype is kFloat32, kFloat16 or kBFloat16; num_elements *
-// DTypeSize(dtype) <= kDigestChunkBytes.
-bool FastChunkStats(StatsIsa isa, DType dtype, const uint8_t* bytes, size_t num_elements,
+// Fills `out` with the statistics of `lanes` lanes (8: v1, 32: v2; digest.md §6.1) and returns
+// true when all `num_elements` values are finite; returns false (out unspecified: recompute the
+// chunk by the definition) otherwise. Prefetches up to `next_bytes` of `next` (may be null)
+// along the way, as ComputeChunkStats. Preconditions: StatsIsaAvailable(isa); lanes is 8 or 32;
+// dtype is kFloat32, kFloat16 or kBFloat16; num_elements * DTypeSize(dtype) <=
+// kDigestChunkBytes.
+bool FastChunkStats(StatsIsa isa, int lanes, DType dtype, const uint8_t* bytes, size_t num_elements,
                     ChunkStats* out, const uint8_t* next = nullptr, size_t next_bytes = 0);
 
 // The statistics of any chunk, NaN and infinities included (where FastChunkStats returned
 // false), bitwise the definition's, in the baseline kernel's vectors with no test per element:
 // non-finite values add +0.0 to the lanes (which changes no lane), stay out of min and max and
 // are counted by class with vector masks. Preconditions as FastChunkStats.
-void MaskedChunkStats(DType dtype, const uint8_t* bytes, size_t num_elements, ChunkStats* out);
+void MaskedChunkStats(int lanes, DType dtype, const uint8_t* bytes, size_t num_elements,
+                      ChunkStats* out);
 
 }  // namespace upguard::internal

@@ -35,21 +35,32 @@ TensorStats Finished(const ChunkStats& chunk) {
   return total.Finish();
 }
 
-// Runs every kernel on the first `num_elements` values of `bytes` and compares with the
-// reference: bitwise equal statistics when all are finite, "not finite" otherwise.
+// The statistics versions (digest.md §6.1) and their lane counts.
+struct Version {
+  int version;
+  int lanes;
+};
+constexpr Version kVersions[] = {{kStatsVersionV1, 8}, {kStatsVersionV2, 32}};
+
+// Runs every kernel, with the lanes of every version, on the first `num_elements` values of
+// `bytes` and compares with the reference: bitwise equal statistics when all are finite, "not
+// finite" otherwise.
 void ExpectAllKernelsExact(DType dtype, const std::vector<uint8_t>& bytes, size_t num_elements,
                            const std::string& what) {
   const std::vector<uint8_t> chunk(bytes.begin(), bytes.begin() + num_elements * DTypeSize(dtype));
-  const TensorStats want = testing::ReferenceStats(dtype, chunk);
-  const bool finite = want.finite_count == num_elements;
-  for (const StatsIsa isa : AvailableIsas()) {
-    ChunkStats out;
-    const bool ok = FastChunkStats(isa, dtype, chunk.data(), num_elements, &out);
-    EXPECT_EQ(ok, finite) << what << " " << StatsIsaName(isa);
-    if (!ok || !finite) continue;
-    const TensorStats got = Finished(out);
-    EXPECT_TRUE(StatsBitEqual(got, want)) << what << " " << StatsIsaName(isa) << "\n got "
-                                          << StatsText(got) << "\nwant " << StatsText(want);
+  for (const Version& v : kVersions) {
+    const TensorStats want = testing::ReferenceStats(dtype, chunk, v.version);
+    const bool finite = want.finite_count == num_elements;
+    for (const StatsIsa isa : AvailableIsas()) {
+      const std::string where = what + " " + StatsIsaName(isa) + " v" + std::to_string(v.version);
+      ChunkStats out;
+      const bool ok = FastChunkStats(isa, v.lanes, dtype, chunk.data(), num_elements, &out);
+      EXPECT_EQ(ok, finite) << where;
+      if (!ok || !finite) continue;
+      const TensorStats got = Finished(out);
+      EXPECT_TRUE(StatsBitEqual(got, want))
+          << where << "\n got " << StatsText(got) << "\nwant " << StatsText(want);
+    }
   }
 }
 
@@ -67,11 +78,69 @@ TEST(DigestStatsKernelTest, EveryKernelMatchesTheDefinition) {
       const std::vector<uint8_t> bytes = Pattern(dtype, per_chunk, pattern);
       for (const size_t numel :
            {size_t{0}, size_t{1}, size_t{7}, size_t{8}, size_t{15}, size_t{16}, size_t{17},
-            size_t{31}, size_t{32}, size_t{33}, size_t{100}, per_chunk - 1, per_chunk}) {
+            size_t{31}, size_t{32}, size_t{33}, size_t{63}, size_t{64}, size_t{65}, size_t{100},
+            size_t{127}, size_t{129}, per_chunk - 1, per_chunk}) {
         ExpectAllKernelsExact(
             dtype, bytes, numel,
             std::string(DTypeName(dtype)) + " " + pattern + " numel " + std::to_string(numel));
       }
+    }
+  }
+}
+
+// `numel` random finite values of every exponent below 2 (top byte's bit 6 clear: subnormals
+// to 2^1): each lane's sum and sum of squares rounds, so that which lane a value went to, and
+// how the lanes are paired in the tree, show in the result.
+std::vector<uint8_t> WideRandom(DType dtype, size_t numel, uint64_t seed) {
+  const size_t elem_size = DTypeSize(dtype);
+  std::vector<uint8_t> bytes(numel * elem_size);
+  uint64_t state = seed;
+  for (uint8_t& byte : bytes) {
+    state = state * 6364136223846793005u + 1442695040888963407u;
+    byte = static_cast<uint8_t>(state >> 56);
+  }
+  for (size_t idx = 0; idx < numel; ++idx) bytes[idx * elem_size + elem_size - 1] &= 0xBF;
+  return bytes;
+}
+
+// Whole chunks of WideRandom values, and a chunk less a few, for every kernel and version.
+TEST(DigestStatsKernelTest, WideRangeChunksMatchTheDefinition) {
+  for (const DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    const size_t per_chunk = kDigestChunkBytes / DTypeSize(dtype);
+    for (const uint64_t seed : {1, 2, 3}) {
+      const std::vector<uint8_t> bytes = WideRandom(dtype, per_chunk, seed);
+      for (const size_t numel : {per_chunk, per_chunk - 5, size_t{1000}}) {
+        ExpectAllKernelsExact(dtype, bytes, numel,
+                              std::string(DTypeName(dtype)) + " wide seed " + std::to_string(seed) +
+                                  " numel " + std::to_string(numel));
+      }
+    }
+  }
+}
+
+// Every length from 0 to 300 (every tail of every round, for 8 and 32 lanes), in random values
+// with lanes that differ: ordinary values, values of every exponent (WideRandom), and values
+// whose sums depend on the order of additions (large and small together), so that a value in a
+// wrong lane changes the result.
+TEST(DigestStatsKernelTest, EveryLengthMatchesTheDefinition) {
+  for (const DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    const std::vector<uint8_t> random = Pattern(dtype, 300, "lcg:21");
+    const std::vector<uint8_t> wide = WideRandom(dtype, 300, 5);
+    // Every 37th value near the largest finite one, every third a subnormal: sums and sums of
+    // squares round, so they depend on which lane each value went to.
+    std::vector<uint8_t> skewed = random;
+    const size_t elem_size = DTypeSize(dtype);
+    const uint8_t large = dtype == DType::kFloat16 ? 0x7B : 0x7E;
+    for (size_t idx = 0; idx < 300; ++idx) {
+      uint8_t* top = &skewed[idx * elem_size + elem_size - 1];
+      if (idx % 37 == 0) *top = static_cast<uint8_t>((*top & 0x80) | large);
+      if (idx % 3 == 1) *top &= 0x80;
+    }
+    for (size_t numel = 0; numel <= 300; ++numel) {
+      const std::string what = std::string(DTypeName(dtype)) + " numel " + std::to_string(numel);
+      ExpectAllKernelsExact(dtype, random, numel, what);
+      ExpectAllKernelsExact(dtype, wide, numel, what + " wide");
+      ExpectAllKernelsExact(dtype, skewed, numel, what + " skewed");
     }
   }
 }
@@ -162,11 +231,12 @@ TEST(DigestStatsKernelTest, NonFiniteAnywhereIsReported) {
 // included: the special values cycling (-0.0, subnormals, the greatest finite value among
 // them), one non-finite value in random data at every kind of position, chunks with no finite
 // value, and zeros of both signs beside NaN.
-void ExpectMaskedExact(DType dtype, const std::vector<uint8_t>& bytes, const std::string& what) {
+void ExpectMaskedExactVersion(DType dtype, const std::vector<uint8_t>& bytes, const Version& v,
+                              const std::string& what) {
   const size_t numel = bytes.size() / DTypeSize(dtype);
-  const TensorStats want = testing::ReferenceStats(dtype, bytes);
+  const TensorStats want = testing::ReferenceStats(dtype, bytes, v.version);
   ChunkStats out;
-  MaskedChunkStats(dtype, bytes.data(), numel, &out);
+  MaskedChunkStats(v.lanes, dtype, bytes.data(), numel, &out);
   EXPECT_EQ(out.finite_count, want.finite_count) << what;
   EXPECT_EQ(out.nan_count, want.nan_count) << what;
   EXPECT_EQ(out.pos_inf_count, want.pos_inf_count) << what;
@@ -180,6 +250,12 @@ void ExpectMaskedExact(DType dtype, const std::vector<uint8_t>& bytes, const std
       << what << "\n got " << StatsText(got) << "\nwant " << StatsText(want);
 }
 
+void ExpectMaskedExact(DType dtype, const std::vector<uint8_t>& bytes, const std::string& base) {
+  for (const Version& v : kVersions) {
+    ExpectMaskedExactVersion(dtype, bytes, v, base + " v" + std::to_string(v.version));
+  }
+}
+
 TEST(DigestStatsKernelTest, MaskedKernelMatchesTheDefinition) {
   for (const DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
     const size_t elem_size = DTypeSize(dtype);
@@ -189,7 +265,7 @@ TEST(DigestStatsKernelTest, MaskedKernelMatchesTheDefinition) {
          {size_t{32}, size_t{33}, size_t{47}, size_t{1000}, chunk - 3, chunk}) {
       const std::vector<uint8_t> special = Pattern(dtype, numel, "special");
       ExpectMaskedExact(dtype, special, name + " special x" + std::to_string(numel));
-      const std::vector<uint8_t> random = Pattern(dtype, numel, "lcg:9");
+      const std::vector<uint8_t> random = WideRandom(dtype, numel, 9);
       ExpectMaskedExact(dtype, random, name + " all finite x" + std::to_string(numel));
       const std::vector<uint8_t> values = Pattern(dtype, 10, "special");
       for (const size_t position : {size_t{0}, size_t{5}, size_t{17}, numel / 2, numel - 1}) {

@@ -1,7 +1,8 @@
 // The CUDA digest (cuda_digest.h). Two kernels per tensor, both on the tensor's stream:
 //   ChunkKernel  eight threads per 64 KiB chunk (digest/portable/chunk_digest.h): each thread one
-//                XXH3 accumulator and one statistics lane; the chunk's first thread writes the
-//                canonical leaf into the root message and the chunk's statistics.
+//                XXH3 accumulator and one statistics lane (v1) or four (v2, combined as the
+//                first level of v2's tree); the chunk's first thread writes the canonical leaf
+//                into the root message and the chunk's statistics.
 //   RootKernel   one block of eight threads: the header before the leaves, XXH3-128 of the
 //                message (lane by lane when it is long), the statistics folded in chunk order.
 // The result (64 bytes) is copied into a pinned slot and an event recorded after it; Collect
@@ -45,7 +46,8 @@ Status CudaError(const char* what, cudaError_t error) {
   } while (0)
 
 __global__ void ChunkKernel(const uint8_t* data, uint64_t byte_length, uint64_t chunk_count,
-                            DType dtype, bool stats, uint8_t* leaves, ChunkSummary* summaries) {
+                            DType dtype, int stats_version, uint8_t* leaves,
+                            ChunkSummary* summaries) {
   __shared__ uint64_t acc[kChunksPerBlock][kLanes];
   __shared__ LaneStats lanes[kChunksPerBlock][kLanes];
   const int local = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
@@ -57,7 +59,8 @@ __global__ void ChunkKernel(const uint8_t* data, uint64_t byte_length, uint64_t 
                                            ? byte_length - chunk * kDigestChunkBytes
                                            : kDigestChunkBytes);
   if (active) {
-    portable::ChunkLane(dtype, bytes, size, stats, lane, &acc[local][lane], &lanes[local][lane]);
+    portable::ChunkLane(dtype, bytes, size, stats_version, lane, &acc[local][lane],
+                        &lanes[local][lane]);
   }
   __syncthreads();
   if (!active || lane != 0) return;
@@ -68,6 +71,7 @@ __global__ void ChunkKernel(const uint8_t* data, uint64_t byte_length, uint64_t 
     chunk_lanes[idx] = lanes[local][idx];
   }
   ChunkSummary summary;
+  const bool stats = stats_version != 0;
   portable::ChunkFinish(bytes, size, chunk_acc, chunk_lanes, stats, leaves + 16 * chunk, &summary);
   if (stats) summaries[chunk] = summary;
 }
@@ -124,6 +128,7 @@ struct Digester::Impl {
     cudaEvent_t done;
   };
   bool stats = true;
+  int stats_version = 2;
   Result* slots = nullptr;  // pinned, kMaxPending of them
   std::deque<Pending> pending;
   std::vector<cudaEvent_t> free_events;
@@ -142,12 +147,17 @@ struct Digester::Impl {
 Digester::Digester(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Digester::~Digester() = default;
 
-StatusOr<std::unique_ptr<Digester>> Digester::Create(bool stats) {
+StatusOr<std::unique_ptr<Digester>> Digester::Create(bool stats, int stats_version) {
+  if (stats_version != 1 && stats_version != 2) {
+    return InvalidArgument("CUDA digest: stats_version is " + std::to_string(stats_version) +
+                           "; use 1 or 2 (docs/formats/digest.md §6.1)");
+  }
   if (!DeviceAvailable()) {
     return FailedPrecondition("CUDA digest: no CUDA device is usable here (cudaGetDeviceCount)");
   }
   auto impl = std::make_unique<Impl>();
   impl->stats = stats;
+  impl->stats_version = stats_version;
   UPGUARD_CUDA_RETURN_IF_ERROR("cudaMallocHost",
                                cudaMallocHost(&impl->slots, sizeof(Result) * kMaxPending));
   return std::unique_ptr<Digester>(new Digester(std::move(impl)));
@@ -187,7 +197,7 @@ StatusOr<uint64_t> Digester::Enqueue(const DeviceTensor& tensor, void* stream_pt
         static_cast<unsigned>((layout.chunk_count + kChunksPerBlock - 1) / kChunksPerBlock);
     ChunkKernel<<<blocks, kChunksPerBlock * kLanes, 0, stream>>>(
         static_cast<const uint8_t*>(tensor.data), layout.byte_length, layout.chunk_count,
-        tensor.dtype, stats, scratch + header.length, summaries);
+        tensor.dtype, stats ? impl_->stats_version : 0, scratch + header.length, summaries);
   }
   RootKernel<<<1, kLanes, 0, stream>>>(header, scratch, layout.chunk_count, stats, summaries,
                                        result);

@@ -32,8 +32,10 @@ struct DeviceTensor {
 
 class Digester {
  public:
-  // FailedPrecondition when no device is usable.
-  static StatusOr<std::unique_ptr<Digester>> Create(bool stats);
+  // Statistics of version `stats_version` (1 or 2, docs/formats/digest.md §6.1; the digest is
+  // the same in both). FailedPrecondition when no device is usable; InvalidArgument for
+  // another version.
+  static StatusOr<std::unique_ptr<Digester>> Create(bool stats, int stats_version = 2);
   ~Digester();
   Digester(const Digester&) = delete;
   Digester& operator=(const Digester&) = delete;

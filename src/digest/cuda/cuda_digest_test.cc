@@ -23,13 +23,7 @@ using upguard::testing::StatsBitEqual;
 using upguard::testing::StatsText;
 
 class CudaDigestTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (DeviceAvailable()) return;
-    if (std::getenv("UPGUARD_REQUIRE_GPU") != nullptr)
-      FAIL() << "no CUDA device (scripts/gpu-check.sh)";
-    GTEST_SKIP() << "no CUDA device here";
-  }
+ public:
   // A device copy of `bytes`, freed at the test's end.
   const void* OnDevice(const std::vector<uint8_t>& bytes) {
     void* device = nullptr;
@@ -38,18 +32,27 @@ class CudaDigestTest : public ::testing::Test {
     buffers_.push_back(device);
     return device;
   }
+
+ protected:
+  void SetUp() override {
+    if (DeviceAvailable()) return;
+    if (std::getenv("UPGUARD_REQUIRE_GPU") != nullptr)
+      FAIL() << "no CUDA device (scripts/gpu-check.sh)";
+    GTEST_SKIP() << "no CUDA device here";
+  }
   void TearDown() override {
     for (void* buffer : buffers_) cudaFree(buffer);
   }
   std::vector<void*> buffers_;
 };
 
-// Every vector enqueued before any is collected: one batch, in order, no sync per tensor.
-TEST_F(CudaDigestTest, CheckedInVectorsHoldInOneBatch) {
-  const std::string path = std::string(UPGUARD_SOURCE_DIR) + "/tests/data/digest_vectors.txt";
+// Every vector of the file of `stats_version` enqueued before any is collected: one batch, in
+// order, no sync per tensor.
+void ExpectVectorsHoldInOneBatch(CudaDigestTest* test, int stats_version) {
+  const std::string path = std::string(UPGUARD_SOURCE_DIR) + "/" + DigestVectorsFile(stats_version);
   StatusOr<std::string> text = ReadFileToString(path);
   ASSERT_TRUE(text.ok()) << text.status().ToString();
-  auto digester = Digester::Create(/*stats=*/true);
+  auto digester = Digester::Create(/*stats=*/true, stats_version);
   ASSERT_TRUE(digester.ok()) << digester.status().ToString();
   std::vector<DigestVector> wanted;
   std::istringstream lines(*text);
@@ -63,7 +66,7 @@ TEST_F(CudaDigestTest, CheckedInVectorsHoldInOneBatch) {
     StatusOr<std::vector<uint8_t>> bytes = GeneratePattern(want->dtype, numel, want->pattern);
     ASSERT_TRUE(bytes.ok()) << line;
     StatusOr<uint64_t> ticket =
-        (*digester)->Enqueue({want->dtype, want->shape, OnDevice(*bytes)}, nullptr);
+        (*digester)->Enqueue({want->dtype, want->shape, test->OnDevice(*bytes)}, nullptr);
     ASSERT_TRUE(ticket.ok()) << ticket.status().ToString();
     ASSERT_EQ(*ticket, wanted.size());
     wanted.push_back(*want);
@@ -80,6 +83,9 @@ TEST_F(CudaDigestTest, CheckedInVectorsHoldInOneBatch) {
   }
   EXPECT_GT(wanted.size(), 80u);
 }
+
+TEST_F(CudaDigestTest, CheckedInVectorsHoldInOneBatch) { ExpectVectorsHoldInOneBatch(this, 1); }
+TEST_F(CudaDigestTest, CheckedInV2VectorsHoldInOneBatch) { ExpectVectorsHoldInOneBatch(this, 2); }
 
 // A tensor of many chunks (a 2 MiB + 6 bytes bfloat16 one) on a stream of its own.
 TEST_F(CudaDigestTest, ManyChunksOnAStreamMatchDigestTensor) {

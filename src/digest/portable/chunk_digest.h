@@ -1,10 +1,12 @@
 // One chunk of the digest (docs/formats/digest.md §5.1 and §6.1) as eight cooperating lanes:
 // what a CUDA kernel runs with eight threads per 64 KiB chunk, and what the host runs in a loop
 // to check it (chunk_digest_test.cc). Lane `l` computes XXH3's accumulator `l` of the leaf and
-// statistics lane `l`; ChunkFinish, on one of them, makes the leaf and the chunk's statistics.
+// what thread `l` contributes to the statistics (ChunkThreadStats: lane `l` in v1, lanes l,
+// l + 8, l + 16, l + 24 in v2); ChunkFinish, on one of them, makes the leaf and the chunk's
+// statistics. `stats_version` is 1 or 2 (§6.1); 0 means no statistics.
 //
 //   uint64_t acc[8]; LaneStats lanes[8];
-//   for (int l = 0; l < 8; ++l) ChunkLane(dtype, chunk, bytes, stats, l, &acc[l], &lanes[l]);
+//   for (int l = 0; l < 8; ++l) ChunkLane(dtype, chunk, bytes, 2, l, &acc[l], &lanes[l]);
 //   uint8_t leaf[16]; ChunkSummary summary;
 //   ChunkFinish(chunk, bytes, acc, lanes, stats, leaf, &summary);
 #pragma once
@@ -17,11 +19,12 @@ namespace upguard::portable {
 
 inline constexpr size_t kLongHashBytes = 241;  // from here XXH3 keeps eight accumulators
 
-UPGUARD_HD void ChunkLane(DType dtype, const uint8_t* chunk, size_t bytes, bool stats, int lane,
-                          uint64_t* acc, LaneStats* lane_stats) {
+UPGUARD_HD void ChunkLane(DType dtype, const uint8_t* chunk, size_t bytes, int stats_version,
+                          int lane, uint64_t* acc, LaneStats* lane_stats) {
   *acc = bytes >= kLongHashBytes ? Xxh3LongLane(chunk, bytes, lane) : 0;
-  *lane_stats =
-      stats ? ChunkLaneStats(dtype, chunk, bytes / ElementSize(dtype), lane) : LaneStats{};
+  *lane_stats = stats_version != 0 ? ChunkThreadStats(dtype, chunk, bytes / ElementSize(dtype),
+                                                      lane, stats_version)
+                                   : LaneStats{};
 }
 
 // canonical(h): high64 then low64, each big-endian (§1).

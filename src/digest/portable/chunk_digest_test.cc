@@ -23,9 +23,9 @@ using upguard::testing::StatsBitEqual;
 using upguard::testing::StatsText;
 
 // The kernel's steps on the host: every chunk by eight lanes, the leaves after the header, the
-// statistics folded in chunk order.
+// statistics (of `stats_version`) folded in chunk order.
 TensorDigest PortableDigest(DType dtype, const std::vector<int64_t>& shape,
-                            const std::vector<uint8_t>& bytes) {
+                            const std::vector<uint8_t>& bytes, int stats_version) {
   StatusOr<TensorLayout> layout =
       CheckShape("test", dtype, shape.data(), static_cast<int>(shape.size()));
   EXPECT_TRUE(layout.ok());
@@ -41,7 +41,7 @@ TensorDigest PortableDigest(DType dtype, const std::vector<int64_t>& shape,
     uint64_t acc[8];
     LaneStats lanes[kStatsLanes];
     for (int lane = 7; lane >= 0; --lane) {  // any order: the lanes are independent
-      ChunkLane(dtype, data, size, stats, lane, &acc[lane], &lanes[lane]);
+      ChunkLane(dtype, data, size, stats ? stats_version : 0, lane, &acc[lane], &lanes[lane]);
     }
     ChunkSummary summary;
     ChunkFinish(data, size, acc, lanes, stats, message.data() + length, &summary);
@@ -57,8 +57,9 @@ TensorDigest PortableDigest(DType dtype, const std::vector<int64_t>& shape,
   return out;
 }
 
-TEST(PortableDigestTest, CheckedInVectorsHold) {
-  const std::string path = std::string(UPGUARD_SOURCE_DIR) + "/tests/data/digest_vectors.txt";
+// Every vector of the file of `stats_version`.
+void ExpectVectorsHold(int stats_version) {
+  const std::string path = std::string(UPGUARD_SOURCE_DIR) + "/" + DigestVectorsFile(stats_version);
   StatusOr<std::string> text = ReadFileToString(path);
   ASSERT_TRUE(text.ok()) << text.status().ToString();
   std::istringstream lines(*text);
@@ -72,7 +73,7 @@ TEST(PortableDigestTest, CheckedInVectorsHold) {
     for (int64_t size : want->shape) numel *= static_cast<uint64_t>(size);
     StatusOr<std::vector<uint8_t>> bytes = GeneratePattern(want->dtype, numel, want->pattern);
     ASSERT_TRUE(bytes.ok()) << path << ":" << line_no;
-    const TensorDigest got = PortableDigest(want->dtype, want->shape, *bytes);
+    const TensorDigest got = PortableDigest(want->dtype, want->shape, *bytes, stats_version);
     EXPECT_EQ(got.digest, want->expected.digest) << path << ":" << line_no;
     EXPECT_TRUE(StatsBitEqual(got.stats, want->expected.stats))
         << path << ":" << line_no << "\n got " << StatsText(got.stats);
@@ -81,6 +82,9 @@ TEST(PortableDigestTest, CheckedInVectorsHold) {
   EXPECT_GT(checked, 80);
 }
 
+TEST(PortableDigestTest, CheckedInVectorsHold) { ExpectVectorsHold(1); }
+TEST(PortableDigestTest, CheckedInV2VectorsHold) { ExpectVectorsHold(2); }
+
 // Chunks full of zeros of both signs, subnormals, NaN, infinities and ordinary values, in
 // every floating dtype and at lengths that end inside a lane round: the same statistics, every
 // bit, as the CPU's kernels (stats.h), and the same leaf.
@@ -88,7 +92,7 @@ TEST(PortableDigestTest, ChunksOfEveryKindMatchTheCpuKernels) {
   std::mt19937_64 rng(3);
   for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16}) {
     const size_t elem = DTypeSize(dtype);
-    for (size_t count : {1, 7, 8, 9, 100, 1000, 65536 / 8}) {
+    for (size_t count : {1, 7, 8, 9, 31, 33, 100, 1000, 65536 / 8 - 5, 65536 / 8}) {
       for (int kind = 0; kind < 4; ++kind) {  // random bits; ordinary; with zeros; with specials
         std::vector<uint8_t> bytes(count * elem);
         for (uint8_t& byte : bytes) byte = static_cast<uint8_t>(rng());
@@ -103,30 +107,33 @@ TEST(PortableDigestTest, ChunksOfEveryKindMatchTheCpuKernels) {
             if (kind == 3 && idx % 7 == 0) *top |= 0x7f;  // many NaN and +-Inf patterns
           }
         }
-        uint64_t acc[8];
-        LaneStats lanes[kStatsLanes];
-        for (int lane = 0; lane < 8; ++lane) {
-          ChunkLane(dtype, bytes.data(), bytes.size(), true, lane, &acc[lane], &lanes[lane]);
+        for (const int version : {1, 2}) {
+          uint64_t acc[8];
+          LaneStats lanes[kStatsLanes];
+          for (int lane = 0; lane < 8; ++lane) {
+            ChunkLane(dtype, bytes.data(), bytes.size(), version, lane, &acc[lane], &lanes[lane]);
+          }
+          uint8_t leaf[16];
+          ChunkSummary got;
+          ChunkFinish(bytes.data(), bytes.size(), acc, lanes, true, leaf, &got);
+          const ChunkStats want = ComputeChunkStats(dtype, bytes.data(), bytes.size(), version);
+          const std::string where = std::string(DTypeName(dtype)) + " x" + std::to_string(count) +
+                                    " kind " + std::to_string(kind) + " v" +
+                                    std::to_string(version);
+          EXPECT_TRUE(SameBits(got.sum, want.sum)) << where;
+          EXPECT_TRUE(SameBits(got.sumsq, want.sumsq)) << where;
+          EXPECT_EQ(got.finite, want.finite_count) << where;
+          EXPECT_EQ(got.nan, want.nan_count) << where;
+          EXPECT_EQ(got.pos_inf, want.pos_inf_count) << where;
+          EXPECT_EQ(got.neg_inf, want.neg_inf_count) << where;
+          if (want.finite_count > 0) {
+            EXPECT_TRUE(SameBits(got.min, want.min)) << where;
+            EXPECT_TRUE(SameBits(got.max, want.max)) << where;
+          }
+          uint8_t want_leaf[16];
+          HashChunk(bytes.data(), bytes.size()).ToCanonical(want_leaf);
+          EXPECT_EQ(0, std::memcmp(leaf, want_leaf, 16)) << where;
         }
-        uint8_t leaf[16];
-        ChunkSummary got;
-        ChunkFinish(bytes.data(), bytes.size(), acc, lanes, true, leaf, &got);
-        const ChunkStats want = ComputeChunkStats(dtype, bytes.data(), bytes.size());
-        const std::string where = std::string(DTypeName(dtype)) + " x" + std::to_string(count) +
-                                  " kind " + std::to_string(kind);
-        EXPECT_TRUE(SameBits(got.sum, want.sum)) << where;
-        EXPECT_TRUE(SameBits(got.sumsq, want.sumsq)) << where;
-        EXPECT_EQ(got.finite, want.finite_count) << where;
-        EXPECT_EQ(got.nan, want.nan_count) << where;
-        EXPECT_EQ(got.pos_inf, want.pos_inf_count) << where;
-        EXPECT_EQ(got.neg_inf, want.neg_inf_count) << where;
-        if (want.finite_count > 0) {
-          EXPECT_TRUE(SameBits(got.min, want.min)) << where;
-          EXPECT_TRUE(SameBits(got.max, want.max)) << where;
-        }
-        uint8_t want_leaf[16];
-        HashChunk(bytes.data(), bytes.size()).ToCanonical(want_leaf);
-        EXPECT_EQ(0, std::memcmp(leaf, want_leaf, 16)) << where;
       }
     }
   }
@@ -145,11 +152,17 @@ TEST(PortableDigestTest, TensorsOfSeveralChunksMatchDigestTensor) {
       const std::vector<int64_t> strides = upguard::testing::ContiguousStrides(shape);
       TensorView view{dtype, shape.data(), strides.data(), static_cast<int>(shape.size()),
                       bytes.data()};
-      StatusOr<TensorDigest> want = DigestTensor(view, DigestOptions{});
-      ASSERT_TRUE(want.ok());
-      const TensorDigest got = PortableDigest(dtype, shape, bytes);
-      EXPECT_EQ(got.digest, want->digest) << DTypeName(dtype) << " numel " << numel;
-      EXPECT_TRUE(StatsBitEqual(got.stats, want->stats)) << DTypeName(dtype) << " numel " << numel;
+      for (const int version : {1, 2}) {
+        DigestOptions options;
+        options.stats_version = version;
+        StatusOr<TensorDigest> want = DigestTensor(view, options);
+        ASSERT_TRUE(want.ok());
+        const TensorDigest got = PortableDigest(dtype, shape, bytes, version);
+        const std::string what = std::string(DTypeName(dtype)) + " numel " + std::to_string(numel) +
+                                 " v" + std::to_string(version);
+        EXPECT_EQ(got.digest, want->digest) << what;
+        EXPECT_TRUE(StatsBitEqual(got.stats, want->stats)) << what;
+      }
     }
   }
 }

@@ -1,11 +1,12 @@
-// The statistics of digest v1 (docs/formats/digest.md §6) lane by lane, in plain C++ for the
-// host and, under nvcc, the device: eight threads take one chunk, thread `l` summing lane `l`
-// (elements l, l + 8, l + 16, ... in order), and the lanes are combined by the spec's tree.
-// The CPU's vector kernels (stats.h) compute the same bits; tests hold the two together
-// (chunk_stats_test.cc).
+// The statistics of digest v1 and v2 (docs/formats/digest.md §6) lane by lane, in plain C++
+// for the host and, under nvcc, the device: eight threads take one chunk. In v1 thread `l` sums
+// lane `l` (elements l, l + 8, l + 16, ... in order); in v2 it sums lanes l, l + 8, l + 16 and
+// l + 24 of the 32 and adds them as the first level of v2's tree does (t[l] of §6.1). Either
+// way the eight results are combined by v1's tree. The CPU's vector kernels (stats.h) compute
+// the same bits; tests hold the two together (chunk_digest_test.cc).
 //
 //   LaneStats lanes[8];
-//   for (int l = 0; l < 8; ++l) lanes[l] = ChunkLaneStats(dtype, chunk, num_elements, l);
+//   for (int l = 0; l < 8; ++l) lanes[l] = ChunkThreadStats(dtype, chunk, num_elements, l, 2);
 //   ChunkSummary chunk_stats = CombineLanes(lanes);
 //   FoldChunk(chunk_stats, &total);  ... TensorStats stats = FinishStats(total);
 #pragma once
@@ -22,7 +23,13 @@
 
 namespace upguard::portable {
 
-inline constexpr int kStatsLanes = 8;  // part of the format (§6.1)
+inline constexpr int kStatsLanes = 8;   // threads (and v1 lanes) per chunk (§6.1)
+inline constexpr int kStatsGroups = 4;  // v2: lanes l, l + 8, l + 16, l + 24 per thread
+
+// Lanes per chunk of a statistics version (§6.1): v1 8, v2 32.
+UPGUARD_HD constexpr int StatsLaneCount(int stats_version) {
+  return stats_version == 1 ? kStatsLanes : kStatsLanes * kStatsGroups;
+}
 
 struct LaneStats {
   double sum = 0;
@@ -47,6 +54,21 @@ UPGUARD_HD double MulRn(double a, double b) {
 #else
   return a * b;
 #endif
+}
+
+// §6.1's tree over a chunk's lane sums: v1's (kLanes 8), or v2's (kLanes 32: the four groups of
+// eight lanes added lane-wise, (l[i] + l[i + 8]) + (l[i + 16] + l[i + 24]), then v1's tree).
+template <int kLanes>
+UPGUARD_HD double LaneTree(const double (&lanes)[kLanes]) {
+  static_assert(kLanes == 8 || kLanes == 32, "digest.md §6.1 has 8 or 32 lanes");
+  double t[8];
+  for (int idx = 0; idx < 8; ++idx) {
+    t[idx] = kLanes == 8 ? lanes[idx]
+                         : AddRn(AddRn(lanes[idx], lanes[(idx + 8) % kLanes]),
+                                 AddRn(lanes[(idx + 16) % kLanes], lanes[(idx + 24) % kLanes]));
+  }
+  return AddRn(AddRn(AddRn(t[0], t[1]), AddRn(t[2], t[3])),
+               AddRn(AddRn(t[4], t[5]), AddRn(t[6], t[7])));
 }
 
 UPGUARD_HD bool SignBit(double v) {
@@ -100,11 +122,12 @@ UPGUARD_HD void AddValue(double v, LaneStats* lane) {
   }
 }
 
-// Lane `lane` of a chunk of `num_elements` elements (§6.1).
+// Lane `lane` of `lane_count` of a chunk of `num_elements` elements (§6.1).
 UPGUARD_HD LaneStats ChunkLaneStats(DType dtype, const uint8_t* chunk, size_t num_elements,
-                                    int lane) {
+                                    int lane, int lane_count) {
   LaneStats out;
-  for (size_t idx = static_cast<size_t>(lane); idx < num_elements; idx += kStatsLanes) {
+  for (size_t idx = static_cast<size_t>(lane); idx < num_elements;
+       idx += static_cast<size_t>(lane_count)) {
     AddValue(ElementAsDouble(dtype, chunk, idx), &out);
   }
   return out;
@@ -122,7 +145,30 @@ UPGUARD_HD void MergeCountsAndExtremes(const LaneStats& from, LaneStats* into) {
   into->neg_inf += from.neg_inf;
 }
 
-// The chunk's statistics from its eight lanes: sums by the fixed tree of §6.1.
+// v2's first level (§6.1): t[l] = (s[l] + s[l + 8]) + (s[l + 16] + s[l + 24]) for
+// lanes = {s[l], s[l + 8], s[l + 16], s[l + 24]}; counts and extremes merged.
+UPGUARD_HD LaneStats CombineGroups(const LaneStats (&lanes)[kStatsGroups]) {
+  LaneStats out;
+  for (const LaneStats& lane : lanes) MergeCountsAndExtremes(lane, &out);
+  out.sum = AddRn(AddRn(lanes[0].sum, lanes[1].sum), AddRn(lanes[2].sum, lanes[3].sum));
+  out.sumsq = AddRn(AddRn(lanes[0].sumsq, lanes[1].sumsq), AddRn(lanes[2].sumsq, lanes[3].sumsq));
+  return out;
+}
+
+// What thread `thread` (0-7) of a chunk contributes to CombineLanes: lane `thread` in v1,
+// t[thread] of lanes thread, thread + 8, thread + 16, thread + 24 in v2.
+UPGUARD_HD LaneStats ChunkThreadStats(DType dtype, const uint8_t* chunk, size_t num_elements,
+                                      int thread, int stats_version) {
+  if (stats_version == 1) return ChunkLaneStats(dtype, chunk, num_elements, thread, kStatsLanes);
+  LaneStats groups[kStatsGroups];
+  for (int group = 0; group < kStatsGroups; ++group) {
+    groups[group] = ChunkLaneStats(dtype, chunk, num_elements, thread + kStatsLanes * group,
+                                   kStatsLanes * kStatsGroups);
+  }
+  return CombineGroups(groups);
+}
+
+// The chunk's statistics from its eight lanes (v1) or eight t[i] (v2): sums by v1's tree.
 UPGUARD_HD ChunkSummary CombineLanes(const LaneStats (&lanes)[kStatsLanes]) {
   ChunkSummary out;
   for (const LaneStats& lane : lanes) MergeCountsAndExtremes(lane, &out);
