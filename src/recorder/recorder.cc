@@ -36,6 +36,7 @@ class Recorder::Impl {
  public:
   explicit Impl(const RecorderOptions& options) : options_(options) {
     digest_options_.stats = options.stats;
+    digest_options_.stats_version = kStatsVersionLatest;  // run_meta.cc writes it
     digest_options_.threads =
         options.digest_threads > 0
             ? options.digest_threads

@@ -87,6 +87,7 @@ TEST(RecorderTest, RecordsOpsStepsAndMetadataWithoutTorch) {
   EXPECT_EQ(meta["engine"], "test");
   EXPECT_EQ(meta["world_size"], 1);
   EXPECT_EQ(meta["complete"], true);
+  EXPECT_EQ(meta["stats_version"], 2);  // the statistics' lanes (digest.md §6.1)
   auto rank_meta = nlohmann::json::parse(reader->meta_json());
   EXPECT_EQ(rank_meta["rank"], 0);
 }

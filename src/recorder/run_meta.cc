@@ -5,6 +5,7 @@
 #include <chrono>
 #include <string>
 
+#include "digest/digest.h"
 #include "trace/format.h"
 #include "upguard/version.h"
 
@@ -38,6 +39,9 @@ StatusOr<nlohmann::json> RecordingMeta(const RecorderOptions& options) {
   }
   meta["upguard_version"] = kUpguardVersion;
   meta["trace_version"] = kTraceVersion;
+  // Which §6.1 lanes the statistics of this trace use (digest.md); the digests are the same
+  // in every version, only the last bits of mean and l2 can differ.
+  meta["stats_version"] = kStatsVersionLatest;
   meta["rank"] = options.rank;
   meta["world_size"] = options.world_size;
   meta["hostname"] = HostName();

@@ -49,6 +49,7 @@ constexpr Field kRunMetaFields[] = {
     {"local_rank", Kind::kInteger},
     {"pid", Kind::kInteger},
     {"trace_version", Kind::kInteger},
+    {"stats_version", Kind::kInteger},
     {"start_time", Kind::kIntegerOrString},  // the recorder's seconds; trace.md: ISO 8601
     {"intra_op_threads", Kind::kInteger},
     {"inter_op_threads", Kind::kInteger},
