@@ -422,26 +422,33 @@ void Analyzer::Throughput(const std::vector<RankLook>& ranks, uint64_t now_ns) {
     counted += count;
     if (count > most) most = count, late = {rank};
   }
-  // Slow transfers with no link down or held back, and one rank last into two thirds of the
-  // recent collectives or more: that rank is slow on its CPU (a quota cut, a noisy neighbour),
-  // and gloo's transfers run on the CPU too, so its peers' transfers wait on it. A network
-  // slowdown leaves the last rank to enter to chance.
-  const bool lagging = communication && down.empty() && throttled.empty() && !late.empty() &&
-                       counted >= 3 && 3 * most >= 2 * counted;
-  alert.ranks = !communication       ? (late.empty() ? all : late)
+  // A rank is where the time goes only when it entered last into two thirds of the recent
+  // collectives or more (and there were at least 3): who enters last otherwise is chance, and
+  // in the first second of a slowdown the recent collectives are mostly from before it (a
+  // plurality named a healthy rank 0 while rank 1's CPU quota was cut).
+  const bool one_late = !late.empty() && counted >= 3 && 3 * most >= 2 * counted;
+  // Slow transfers with no link down or held back, and one rank late that often: that rank is
+  // slow on its CPU (a quota cut, a noisy neighbour), and gloo's transfers run on the CPU too,
+  // so its peers' transfers wait on it. A network slowdown leaves the last rank to enter to
+  // chance.
+  const bool lagging = communication && down.empty() && throttled.empty() && one_late;
+  alert.ranks = !communication       ? (one_late ? late : all)
                 : !down.empty()      ? down
                 : !throttled.empty() ? throttled
                 : lagging            ? late
                                      : all;
-  alert.detail = "steps take " + Duration(now) + " against " + Duration(base) + " before (" +
-                 Fixed(now / base) + "x); transfers (once every rank entered) take " +
-                 Duration(comm_recent) + " of a step against " + Duration(comm_before) + " before" +
-                 (communication ? ": the time goes to communication"
-                                : ": the time goes to compute between collectives" +
-                                      (late.empty() ? std::string()
-                                                    : ", on " + RankList(late) +
-                                                          " (last to enter the recent "
-                                                          "collectives)"));
+  alert.detail =
+      "steps take " + Duration(now) + " against " + Duration(base) + " before (" +
+      Fixed(now / base) + "x); transfers (once every rank entered) take " + Duration(comm_recent) +
+      " of a step against " + Duration(comm_before) + " before" +
+      (communication
+           ? ": the time goes to communication"
+           : ": the time goes to compute between collectives" +
+                 (one_late ? ", on " + RankList(late) + " (last to enter " + std::to_string(most) +
+                                 " of the " + std::to_string(counted) + " recent collectives)"
+                  : late.empty() ? std::string()
+                                 : std::string("; no rank entered last into two thirds "
+                                               "of the recent collectives yet")));
   if (communication && !down.empty()) {
     alert.detail += "; the network link of " + RankList(down) + " is down";
   } else if (communication && !throttled.empty()) {
