@@ -69,6 +69,11 @@ std::unique_ptr<at::ObserverContext> EnterOp(const OpCall& fn, ThreadState& ts, 
   Recorder* recorder = session->recorder();
   const OpInfo& info = fn.info;
   if (info.skip) return nullptr;
+  // Before any filter (--ops, depth): an empty storage filled from Python is defined here
+  // whether or not this op is recorded.
+  if (info.defines_self_values && !fn.inputs.empty() && fn.inputs[0].isTensor()) {
+    ForgetWritten(fn.inputs[0].toTensor());
+  }
 
   // A recompute op is read like a forward op: module stack, call site, the nodes it creates.
   if (depth == 0 && (ts.nodes.empty() || ts.Recomputing())) {
@@ -104,9 +109,6 @@ std::unique_ptr<at::ObserverContext> EnterOp(const OpCall& fn, ThreadState& ts, 
   if (!fn.call_site.empty()) ctx->call_site = fn.call_site;
   ScopedBatch scoped(0);
   ArgBatch& batch = *scoped;
-  if (info.defines_self_values && !fn.inputs.empty() && fn.inputs[0].isTensor()) {
-    ForgetWritten(fn.inputs[0].toTensor());
-  }
   AppendInputs(info, fn.inputs, &batch);
   AppendGeneratorState(info, fn.inputs, &batch);
   // State an optimizer creates in its first step is named once it holds it: names are read
