@@ -1,8 +1,10 @@
 #include "digest/digest_vectors.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "base/text.h"
 #include "digest/dtype.h"
@@ -147,6 +149,24 @@ StatusOr<DigestVector> ParseDigestVector(std::string_view line) {
     }
   }
   return vector;
+}
+
+StatusOr<std::vector<DigestVector>> ParseDigestVectors(std::string_view text) {
+  std::vector<DigestVector> vectors;
+  int line_no = 0;
+  while (!text.empty()) {
+    const size_t end = std::min(text.find('\n'), text.size());
+    const std::string_view line = text.substr(0, end);
+    text.remove_prefix(std::min(end + 1, text.size()));
+    ++line_no;
+    if (line.empty() || line[0] == '#') continue;
+    StatusOr<DigestVector> vector = ParseDigestVector(line);
+    if (!vector.ok()) {
+      return InvalidArgument("line " + std::to_string(line_no) + ": " + vector.status().ToString());
+    }
+    vectors.push_back(*std::move(vector));
+  }
+  return vectors;
 }
 
 }  // namespace upguard

@@ -44,5 +44,8 @@ StatusOr<DigestVector> MakeDigestVector(DType dtype, std::vector<int64_t> shape,
 std::string FormatDigestVector(const DigestVector& vector);
 // The inverse; InvalidArgument naming the field at fault.
 StatusOr<DigestVector> ParseDigestVector(std::string_view line);
+// Every vector of a vector file's text, in order (blank and `#` lines skipped); the error names
+// the line number.
+StatusOr<std::vector<DigestVector>> ParseDigestVectors(std::string_view text);
 
 }  // namespace upguard

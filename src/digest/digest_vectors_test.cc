@@ -56,14 +56,9 @@ TEST(DigestVectorsTest, V1AndV2FilesShareTheirDigests) {
     StatusOr<std::string> text =
         ReadFileToString(std::string(UPGUARD_SOURCE_DIR) + "/" + DigestVectorsFile(version));
     ASSERT_TRUE(text.ok()) << text.status().ToString();
-    std::istringstream lines(*text);
-    std::string line;
-    while (std::getline(lines, line)) {
-      if (line.empty() || line[0] == '#') continue;
-      StatusOr<DigestVector> vector = ParseDigestVector(line);
-      ASSERT_TRUE(vector.ok()) << line;
-      files[version - 1].push_back(*vector);
-    }
+    StatusOr<std::vector<DigestVector>> vectors = ParseDigestVectors(*text);
+    ASSERT_TRUE(vectors.ok()) << DigestVectorsFile(version) << ": " << vectors.status().ToString();
+    files[version - 1] = *std::move(vectors);
   }
   ASSERT_GE(files[1].size(), files[0].size());
   int stats_differ = 0;

@@ -54,22 +54,19 @@ void ExpectVectorsHoldInOneBatch(CudaDigestTest* test, int stats_version) {
   ASSERT_TRUE(text.ok()) << text.status().ToString();
   auto digester = Digester::Create(/*stats=*/true, stats_version);
   ASSERT_TRUE(digester.ok()) << digester.status().ToString();
-  std::vector<DigestVector> wanted;
-  std::istringstream lines(*text);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    StatusOr<DigestVector> want = ParseDigestVector(line);
-    ASSERT_TRUE(want.ok()) << line;
+  StatusOr<std::vector<DigestVector>> parsed = ParseDigestVectors(*text);
+  ASSERT_TRUE(parsed.ok()) << path << ": " << parsed.status().ToString();
+  const std::vector<DigestVector>& wanted = *parsed;
+  for (size_t idx = 0; idx < wanted.size(); ++idx) {
+    const DigestVector& want = wanted[idx];
     uint64_t numel = 1;
-    for (int64_t size : want->shape) numel *= static_cast<uint64_t>(size);
-    StatusOr<std::vector<uint8_t>> bytes = GeneratePattern(want->dtype, numel, want->pattern);
-    ASSERT_TRUE(bytes.ok()) << line;
+    for (int64_t size : want.shape) numel *= static_cast<uint64_t>(size);
+    StatusOr<std::vector<uint8_t>> bytes = GeneratePattern(want.dtype, numel, want.pattern);
+    ASSERT_TRUE(bytes.ok()) << FormatDigestVector(want);
     StatusOr<uint64_t> ticket =
-        (*digester)->Enqueue({want->dtype, want->shape, test->OnDevice(*bytes)}, nullptr);
+        (*digester)->Enqueue({want.dtype, want.shape, test->OnDevice(*bytes)}, nullptr);
     ASSERT_TRUE(ticket.ok()) << ticket.status().ToString();
-    ASSERT_EQ(*ticket, wanted.size());
-    wanted.push_back(*want);
+    ASSERT_EQ(*ticket, idx);
   }
   auto done = (*digester)->Collect(/*wait=*/true);
   ASSERT_TRUE(done.ok()) << done.status().ToString();
