@@ -9,7 +9,6 @@
 
 #include <cstdlib>
 #include <random>
-#include <sstream>
 
 #include "base/file.h"
 #include "digest/digest.h"

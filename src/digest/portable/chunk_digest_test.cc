@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
-#include <sstream>
+#include <string>
 #include <vector>
 
 #include "base/file.h"
@@ -62,21 +62,19 @@ void ExpectVectorsHold(int stats_version) {
   const std::string path = std::string(UPGUARD_SOURCE_DIR) + "/" + DigestVectorsFile(stats_version);
   StatusOr<std::string> text = ReadFileToString(path);
   ASSERT_TRUE(text.ok()) << text.status().ToString();
-  std::istringstream lines(*text);
-  std::string line;
+  StatusOr<std::vector<DigestVector>> vectors = ParseDigestVectors(*text);
+  ASSERT_TRUE(vectors.ok()) << path << ": " << vectors.status().ToString();
   int checked = 0;
-  for (int line_no = 1; std::getline(lines, line); ++line_no) {
-    if (line.empty() || line[0] == '#') continue;
-    StatusOr<DigestVector> want = ParseDigestVector(line);
-    ASSERT_TRUE(want.ok()) << path << ":" << line_no;
+  for (const DigestVector& want : *vectors) {
+    const std::string where = path + ": " + FormatDigestVector(want);
     uint64_t numel = 1;
-    for (int64_t size : want->shape) numel *= static_cast<uint64_t>(size);
-    StatusOr<std::vector<uint8_t>> bytes = GeneratePattern(want->dtype, numel, want->pattern);
-    ASSERT_TRUE(bytes.ok()) << path << ":" << line_no;
-    const TensorDigest got = PortableDigest(want->dtype, want->shape, *bytes, stats_version);
-    EXPECT_EQ(got.digest, want->expected.digest) << path << ":" << line_no;
-    EXPECT_TRUE(StatsBitEqual(got.stats, want->expected.stats))
-        << path << ":" << line_no << "\n got " << StatsText(got.stats);
+    for (int64_t size : want.shape) numel *= static_cast<uint64_t>(size);
+    StatusOr<std::vector<uint8_t>> bytes = GeneratePattern(want.dtype, numel, want.pattern);
+    ASSERT_TRUE(bytes.ok()) << where;
+    const TensorDigest got = PortableDigest(want.dtype, want.shape, *bytes, stats_version);
+    EXPECT_EQ(got.digest, want.expected.digest) << where;
+    EXPECT_TRUE(StatsBitEqual(got.stats, want.expected.stats))
+        << where << "\n got " << StatsText(got.stats);
     ++checked;
   }
   EXPECT_GT(checked, 80);
