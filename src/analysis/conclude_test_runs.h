@@ -29,6 +29,10 @@ enum class Change {
   kCollectiveSum,
   // One rank; dropout's generator state differs (setup_rng.test): the random state.
   kRngState,
+  // Two ranks; run B's rank 1 runs aten::relu (and aten::clamp_min inside it) where gelu ran (a
+  // structural difference), whose output reaches the all-reduce: rank 1 the origin, rank 0 a
+  // receiver.
+  kOpOnRank1,
 };
 
 struct ConcludeRuns {
@@ -118,13 +122,30 @@ inline StatusOr<ConcludeRuns> WriteConcludeRuns(const std::string& name, Change 
     RETURN_IF_ERROR(WriteTraceFromText(RngRun("g2"), "b/rank0", runs.b + "/rank0.ugt"));
     return runs;
   }
-  // Both changes make every rank's all-reduce deliver other values in run B.
+  // Every change makes every rank's all-reduce deliver other values in run B.
   const int world_size = change == Change::kBatchOnRank1 ? 3 : 2;
   for (int rank = 0; rank < world_size; ++rank) {
     const std::string file = "/rank" + std::to_string(rank) + ".ugt";
     const std::string a = AllReduceRank(rank, world_size, false, false);
-    const std::string b =
+    std::string b =
         AllReduceRank(rank, world_size, change == Change::kBatchOnRank1 && rank == 1, true);
+    if (change == Change::kOpOnRank1 && rank == 1) {
+      const std::string gelu = "op step=0 phase=forward name=aten::gelu";
+      // relu's own kernel, recorded before relu, the op that encloses it
+      b.replace(b.find(gelu), gelu.size(),
+                "op step=0 phase=forward depth=1 name=aten::clamp_min module=blocks.1.mlp.act "
+                "site=gpt.py:83\n  in self tensor float32[4] digest=@x1\n"
+                "  out tensor float32[4] digest=@h1\n"
+                "op step=0 phase=forward name=aten::relu");
+      const std::string approximate = "  in approximate scalar 'none'\n";
+      b.erase(b.find(approximate), approximate.size());
+      // relu's output, the backward's input and output, the all-reduce's input
+      for (const std::string digest : {"@h1", "@g1"}) {
+        for (size_t at = b.find(digest); at != std::string::npos; at = b.find(digest, at + 4)) {
+          b.replace(at, 3, digest + "r");
+        }
+      }
+    }
     RETURN_IF_ERROR(WriteTraceFromText(a, "a" + file, runs.a + file));
     RETURN_IF_ERROR(WriteTraceFromText(b, "b" + file, runs.b + file));
   }

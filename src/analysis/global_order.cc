@@ -66,6 +66,8 @@ bool InputsDiffer(const OpRecord& a, const OpRecord& b) {
 uint32_t FirstStep(const RankDiff& diff) {
   if (diff.latent) return diff.latent->a.step;
   if (diff.unattributed_step) return *diff.unattributed_step;
+  // A structural verdict's numerical divergence comes after the block that caused it.
+  if (diff.verdict == Verdict::kStructural && diff.structural) return diff.structural->step;
   if (diff.numeric) return diff.numeric->a.step;
   if (diff.structural) return diff.structural->step;
   return diff.first_step.value_or(0);

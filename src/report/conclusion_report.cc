@@ -9,7 +9,7 @@ namespace upguard {
 nlohmann::json ConclusionToJson(const Conclusion& conclusion, const Run& a, const Run& b) {
   nlohmann::json json = DiffToJson(conclusion.result, a, b);
   if (conclusion.order) {
-    json["across_ranks"] = GlobalOrderToJson(*conclusion.order, conclusion.result, a);
+    json["across_ranks"] = GlobalOrderToJson(*conclusion.order, conclusion.result, a, b);
   }
   if (conclusion.explained) json["explain"] = ExplainToJson(*conclusion.explained);
   return json;

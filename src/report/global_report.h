@@ -2,7 +2,7 @@
 // its op, the collectives the difference travelled through, and each rank's role.
 //
 //   std::cout << RenderGlobalOrderText(order, result, a, b);
-//   json["across_ranks"] = GlobalOrderToJson(order, result, a);
+//   json["across_ranks"] = GlobalOrderToJson(order, result, a, b);
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -15,6 +15,7 @@ namespace upguard {
 
 std::string RenderGlobalOrderText(const GlobalOrder& order, const DiffResult& result, const Run& a,
                                   const Run& b);
-nlohmann::json GlobalOrderToJson(const GlobalOrder& order, const DiffResult& result, const Run& a);
+nlohmann::json GlobalOrderToJson(const GlobalOrder& order, const DiffResult& result, const Run& a,
+                                 const Run& b);
 
 }  // namespace upguard
