@@ -351,9 +351,13 @@ std::string AcrossRanks(const json& model) {
     const std::string role = Str(rank, "role");
     std::string first;
     if (Has(rank, "first")) {
-      first = "step " + std::to_string(rank["first"].value("step", 0)) + " #" +
-              std::to_string(rank["first"].value("index", 0)) + " " +
-              Escape(Str(rank["first"], "op"));
+      const json& at = rank["first"];
+      std::string op = Str(at, "op");
+      if (Has(at, "op_b")) {  // a structural origin: run A's op there -> run B's
+        op = (op.empty() ? "(none)" : op) + " -> " + Str(at, "op_b");
+      }
+      first = "step " + std::to_string(at.value("step", 0)) + " #" +
+              std::to_string(at.value("index", 0)) + " " + Escape(op);
     }
     out += "<tr class=\"rank " + Escape(role) + "\"><td class=\"num\">" +
            std::to_string(rank.value("rank", 0)) + "</td><td" +

@@ -120,5 +120,22 @@ TEST(DiffHtml, SeveralRanksDrawTheOriginAndTheGrid) {
   EXPECT_EQ(Count(page, "<rect class=\"cell differs\""), 2u);
 }
 
+TEST(DiffHtml, AStructuralOriginShowsBothRunsOps) {
+  json model = Culprit();
+  model["across_ranks"] = {
+      {"first_rank", 0},
+      {"origins", {0}},
+      {"ranks", json::array({{{"rank", 0},
+                              {"role", "origin"},
+                              {"verdict", "structural"},
+                              {"first",
+                               {{"step", 0},
+                                {"index", 12},
+                                {"op", "aten::relu_"},
+                                {"op_b", "aten::leaky_relu"}}}}})}};
+  const std::string page = RenderDiffHtml(model);
+  EXPECT_NE(page.find("<td>step 0 #12 aten::relu_ -&gt; aten::leaky_relu</td>"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace upguard
