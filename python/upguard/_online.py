@@ -10,8 +10,9 @@ it came from: number 1 is the origin.
 
 The diverged rank records on to the end of its step: leaving at once would leave the others
 waiting in the step's collectives. At every step's end each rank calls `agree`: it counts
-itself in under `upguard/step/<S>`, waits for every rank, and reads `upguard/diverged`. If a
-rank diverged, all of them stop there together, and rank 0 writes RUN/online.ranks.json: every
+itself in under `upguard/step/<S>` and waits for every rank; the last one in fixes the count of
+`upguard/diverged` for all of them (agree_through). If a rank diverged, all of them stop there
+together, and rank 0 writes RUN/online.ranks.json: every
 divergence in order, for `upguard record` to report. Each rank then closes its trace and calls
 `depart`, which waits for every rank to have closed its own: torchrun kills the other ranks as
 soon as one leaves with an error, and must find none with its report or trace still open.
@@ -57,11 +58,20 @@ def agree(step: int, run_dir: str) -> bool:
     if got is None:
         return False
     store, rank, world = got
+    return agree_through(store, rank, world, step, run_dir)
+
+
+def agree_through(store: Any, rank: int, world: int, step: int, run_dir: str) -> bool:
+    """agree() on `store`. Every rank decides on one value: the number of divergences noticed
+    when the last rank came in. Then no rank has begun the next step, so it counts exactly those
+    of this step and before; read by each rank after the wait instead, a rank let go early could
+    notice one in the next step first and a slower rank would stop a step before the others
+    (which then waited in that step's collectives for it)."""
     key = f"upguard/step/{step}"
     if store.add(key, 1) == world:  # the last rank to arrive lets everyone go on
-        store.set(f"{key}/all", "1")
+        store.set(f"{key}/all", str(store.add(_DIVERGED, 0)))
     store.wait([f"{key}/all"], timedelta(minutes=30))
-    diverged = store.add(_DIVERGED, 0)
+    diverged = int(store.get(f"{key}/all").decode())
     if diverged == 0:
         return False
     if rank == 0:
