@@ -354,7 +354,8 @@ std::string AcrossRanks(const json& model) {
       const json& at = rank["first"];
       std::string op = Str(at, "op");
       if (Has(at, "op_b")) {  // a structural origin: run A's op there -> run B's
-        op = (op.empty() ? "(none)" : op) + " -> " + Str(at, "op_b");
+        const std::string op_b = Str(at, "op_b");
+        op = (op.empty() ? "(none)" : op) + " -> " + (op_b.empty() ? "(none)" : op_b);
       }
       first = "step " + std::to_string(at.value("step", 0)) + " #" +
               std::to_string(at.value("index", 0)) + " " + Escape(op);

@@ -194,7 +194,7 @@ nlohmann::json GlobalOrderToJson(const GlobalOrder& order, const DiffResult& res
       entry["first"] = {{"step", first.step},     {"index", first.index},
                         {"phase", first.phase},   {"op", first.op},
                         {"module", first.module}, {"call_site", first.call_site}};
-      if (!first.op_b.empty()) entry["first"]["op_b"] = first.op_b;
+      if (first.block) entry["first"]["op_b"] = first.op_b;  // "" when only A ran one
     }
     ranks.push_back(std::move(entry));
   }
