@@ -40,9 +40,39 @@ enum class ArgKind : uint8_t {
   kAlias = 3,   // a view: an output aliasing an input, or an input a view op never reads
   kUninit = 4,  // a tensor whose values are not defined yet (empty*, resize_): dtype, shape
   kNone = 5,    // None / absent optional
-  kOpaque = 6,  // a tensor upguard cannot read (sparse, meta, another device): dtype, shape
+  // A tensor upguard could not read, in traces of version 5 and before (the reason unknown):
+  // dtype, shape. A writer of version 6 writes kUnread instead.
+  kOpaque = 6,
+  // A tensor whose values upguard did not read (version 6): dtype, shape, and why
+  // (UnreadReason, with a detail such as the device "cuda:0"). Nothing compares its values:
+  // an op with such an argument is not compared there (trace.md §5.3).
+  kUnread = 7,
 };
+inline constexpr ArgKind kMaxArgKind = ArgKind::kUnread;
 std::string_view ArgKindName(ArgKind kind);
+
+// Why a tensor's values were not read (ArgKind::kUnread). Serialized: never renumber.
+enum class UnreadReason : uint8_t {
+  kUnknown = 0,  // a kOpaque argument of a version 5 trace, or a reason this upguard lacks
+  kDevice = 1,   // on a device upguard does not read (detail: "cuda:0"); it reads CPU memory
+  kLayout = 2,   // a layout upguard does not read (detail: "nested", "mkldnn", "sparse_bsr")
+  kStorage = 3,  // its storage does not hold every element the view reaches (a tensor
+                 // subclass's wrapper, a storage resized to nothing)
+  kDtype = 4,    // a dtype upguard has no code for (detail: the dtype's name)
+  // A collective is still writing it (a program that reads before waiting): its bytes depend on
+  // timing. The values the collective wrote are read at its completion (its Collective record).
+  kInFlight = 5,
+};
+inline constexpr UnreadReason kMaxUnreadReason = UnreadReason::kInFlight;
+// "unknown", "device", "layout", "storage", "dtype", "in_flight"
+std::string_view UnreadReasonName(UnreadReason reason);
+// Whether the values of a tensor left unread for `reason` are nowhere in the trace: every
+// reason but kInFlight (a collective's written values are read when it completes).
+inline bool UnreadHidesValues(UnreadReason reason) { return reason != UnreadReason::kInFlight; }
+// Whether `kind` is a tensor whose values were not read (kOpaque of old traces, kUnread).
+inline bool IsUnreadKind(ArgKind kind) {
+  return kind == ArgKind::kOpaque || kind == ArgKind::kUnread;
+}
 
 struct ArgRecord {
   ArgKind kind = ArgKind::kNone;
@@ -55,7 +85,8 @@ struct ArgRecord {
   // Decoded only: has_stats, but the record left the statistics out (trace.md §5.3.1);
   // SharedStats::Resolve fills them in and clears this.
   bool stats_shared = false;
-  StringId text = kEmptyString;  // kScalar only
+  StringId text = kEmptyString;  // kScalar: the value's text; kUnread: the reason's detail
+  UnreadReason unread = UnreadReason::kUnknown;  // kUnread, kOpaque (always kUnknown) only
   // The tensor's name in the user's model ("fc.weight", "exp_avg_sq of fc.weight"), empty when
   // unknown. Descriptive only: never compared, never part of any digest (trace.md §5.3.2).
   StringId label = kEmptyString;

@@ -40,7 +40,7 @@ struct Arg {
   ArgKind kind = ArgKind::kNone;
   std::string_view name;
   TensorView tensor;      // tensor kinds (for kAlias/kUninit/kOpaque only dtype and shape)
-  std::string_view text;  // kScalar
+  std::string_view text;  // kScalar; kUnread: the reason's detail ("cuda:0")
   // kTensor: a digest the caller already knows for exactly these values (e.g. cached from
   // when the same tensor was an earlier op's output); the recorder then does not hash.
   const TensorDigest* known = nullptr;
@@ -57,6 +57,7 @@ struct Arg {
   // kTensor: a digest the pool is still making for exactly these values (an earlier op's
   // output); like `known`, the recorder does not hash.
   std::shared_ptr<const PendingDigest> known_pending;
+  UnreadReason unread = UnreadReason::kUnknown;  // kUnread: why the values were not read
 
   static Arg Tensor(std::string_view name, TensorView view) {
     return {ArgKind::kTensor, name, view, {}, nullptr, {}, nullptr, nullptr, nullptr};
@@ -66,6 +67,14 @@ struct Arg {
   }
   static Arg Shaped(ArgKind kind, std::string_view name, TensorView view) {
     return {kind, name, view, {}, nullptr, {}, nullptr, nullptr, nullptr};
+  }
+  // A tensor whose values are not read (ArgKind::kUnread): its dtype and shape, why, and a
+  // detail ("cuda:0"); the diff then never calls the op's values equal.
+  static Arg Unread(std::string_view name, TensorView view, UnreadReason reason,
+                    std::string_view detail) {
+    Arg arg{ArgKind::kUnread, name, view, detail, nullptr, {}, nullptr, nullptr, nullptr};
+    arg.unread = reason;
+    return arg;
   }
   static Arg None(std::string_view name) {
     return {ArgKind::kNone, name, {}, {}, nullptr, {}, nullptr, nullptr, nullptr};

@@ -139,6 +139,8 @@ std::string_view RankRoleName(RankRole role) {
       return "collective";
     case RankRole::kUnknown:
       return "unknown";
+    case RankRole::kUnverified:
+      return "unverified";
   }
   return "unknown";
 }
@@ -164,7 +166,8 @@ StatusOr<GlobalOrder> OrderRanks(const Run& a, const Run& b, const DiffResult& r
   std::map<std::pair<std::string, uint64_t>, size_t> hop_of;  // (group, seq) -> hops index
   for (const RankDiff& diff : result.ranks) {
     RankOrder rank{diff.rank, RankRole::kIdentical, std::nullopt};
-    if (diff.verdict == Verdict::kIdentical) {
+    if (!Diverged(diff.verdict)) {  // nothing to order: identical, or not known to differ
+      if (diff.verdict == Verdict::kUnverified) rank.role = RankRole::kUnverified;
       order.ranks.push_back(rank);
       continue;
     }
@@ -242,7 +245,7 @@ StatusOr<GlobalOrder> OrderRanks(const Run& a, const Run& b, const DiffResult& r
   }
   if (!order.first) {
     for (const RankOrder& rank : order.ranks) {
-      if (rank.role != RankRole::kIdentical) {
+      if (rank.role != RankRole::kIdentical && rank.role != RankRole::kUnverified) {
         order.first = rank.rank;
         break;
       }

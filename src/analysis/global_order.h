@@ -36,6 +36,7 @@ enum class RankRole : uint8_t {
   kReceiver = 2,
   kCollective = 3,  // its first divergence is a collective that computed differently
   kUnknown = 4,     // a collective whose members' records are missing (a trace ends early)
+  kUnverified = 5,  // nothing compared differs, but some of its tensors were not read
 };
 std::string_view RankRoleName(RankRole role);  // "identical", "origin", ...
 

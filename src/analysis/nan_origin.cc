@@ -15,7 +15,7 @@ struct ArgsKinds {
 // The kinds one argument holds; nullopt when unknown. Views, uninitialized buffers, scalars and
 // None hold no values here.
 std::optional<uint8_t> ArgKinds(const ArgRecord& arg) {
-  if (arg.kind == ArgKind::kOpaque) return std::nullopt;
+  if (IsUnreadKind(arg.kind)) return std::nullopt;
   if (arg.kind != ArgKind::kTensor) return 0;
   if (arg.has_stats) return NonFiniteKinds(arg.stats);
   if (DTypeIsFloating(arg.dtype)) return std::nullopt;

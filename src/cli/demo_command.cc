@@ -5,6 +5,7 @@
 
 #include "analysis/conclude.h"
 #include "cli/command.h"
+#include "cli/diff_exit.h"
 #include "cli/diff_html_writer.h"
 #include "cli/explain_runner.h"
 #include "cli/flags.h"
@@ -100,7 +101,7 @@ StatusOr<int> RunDemoCommand(int argc, char** argv) {
       result.ranks.empty() || !result.ranks[0].numeric ? 0u : result.ranks[0].numeric->a.step,
       argv[0], out.c_str(), out.c_str(), argv[0], out.c_str(), out.c_str(), argv[0], argv[0],
       PythonInterpreter().c_str());
-  return result.verdict == Verdict::kIdentical ? kExitOk : kExitDiverged;
+  return DiffExitCode(result.verdict);
 }
 
 }  // namespace upguard

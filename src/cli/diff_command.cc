@@ -5,6 +5,7 @@
 #include "analysis/conclude.h"
 #include "analysis/tolerant_compare.h"
 #include "cli/command.h"
+#include "cli/diff_exit.h"
 #include "cli/diff_html_writer.h"
 #include "cli/explain_runner.h"
 #include "cli/flags.h"
@@ -148,7 +149,7 @@ StatusOr<int> RunDiffCommand(int argc, char** argv) {
     }
     if (flags.Has("spread")) {
       std::printf("%s\n", model.dump(2).c_str());
-      return conclusion.result.verdict == Verdict::kIdentical ? kExitOk : kExitDiverged;
+      return DiffExitCode(conclusion.result.verdict);
     }
   }
   if (flags.Has("json")) {
@@ -161,7 +162,7 @@ StatusOr<int> RunDiffCommand(int argc, char** argv) {
     if (ColorWanted(stdout)) text = ColorizeDiffText(text);
     std::printf("%s", text.c_str());
   }
-  return conclusion.result.verdict == Verdict::kIdentical ? kExitOk : kExitDiverged;
+  return DiffExitCode(conclusion.result.verdict);
 }
 
 }  // namespace upguard

@@ -6,6 +6,21 @@ namespace upguard {
 
 bool ArgsEqual(const ArgRecord& a, const ArgRecord& b, bool* compared) {
   *compared = true;
+  // Version 5 wrote opaque where version 6 writes unread, and also for a view, an out= buffer
+  // or a meta tensor that version 6 records as alias or uninit: none has values to compare.
+  const auto shape_only = [](ArgKind kind) {
+    return kind == ArgKind::kAlias || kind == ArgKind::kUninit || kind == ArgKind::kUnread;
+  };
+  // A tensor read in one run and not in the other (a CPU run against a GPU one) is not
+  // compared either: nothing says its values differ.
+  const bool unread_against_tensor = (IsUnreadKind(a.kind) && b.kind == ArgKind::kTensor) ||
+                                     (IsUnreadKind(b.kind) && a.kind == ArgKind::kTensor);
+  if ((a.kind == ArgKind::kOpaque && (shape_only(b.kind) || b.kind == ArgKind::kOpaque)) ||
+      (b.kind == ArgKind::kOpaque && shape_only(a.kind)) ||
+      (a.kind == ArgKind::kUnread && b.kind == ArgKind::kUnread) || unread_against_tensor) {
+    *compared = false;
+    return a.dtype == b.dtype && a.shape == b.shape;
+  }
   if (a.kind != b.kind) return false;
   switch (a.kind) {
     case ArgKind::kTensor:
@@ -17,6 +32,7 @@ bool ArgsEqual(const ArgRecord& a, const ArgRecord& b, bool* compared) {
     case ArgKind::kAlias:
     case ArgKind::kUninit:
     case ArgKind::kOpaque:
+    case ArgKind::kUnread:
       *compared = false;
       return a.dtype == b.dtype && a.shape == b.shape;
   }

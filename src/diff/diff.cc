@@ -14,6 +14,7 @@
 #include "diff/raw_compare.h"
 #include "diff/step_pair.h"
 #include "trace/trace_index.h"
+#include "trace/unread_tally.h"
 
 namespace upguard {
 namespace {
@@ -217,6 +218,21 @@ void NoteCompiledBlocks(const RankTrace& ta, const RankTrace& tb, RankDiff* diff
 }
 
 // Whether the structural difference `s` comes no later than the numerical divergence `n`.
+// Version 6 writes each step's unread tensors into its StepEnd (trace.md §5.4); an older trace,
+// or a step that never ended, is tallied from its decoded ops.
+constexpr uint16_t kFirstTalliedVersion = 6;
+
+Status TallyUnread(const RankTrace& trace, size_t step_idx, const StepInfo& step,
+                   UnreadTally* tally) {
+  if (trace.version >= kFirstTalliedVersion && step.end) {
+    tally->Merge(step.end->unread);
+    return Status::Ok();
+  }
+  ASSIGN_OR_RETURN(std::shared_ptr<const StepOps> ops, trace.Ops(step_idx));
+  for (const OpRecord& op : ops->ops) tally->AddOp(op, trace.strings());
+  return Status::Ok();
+}
+
 bool NoLater(const StructuralDivergence& s, const NumericDivergence& n) {
   return s.step < n.a.step || (s.step == n.a.step && s.index_a <= n.a.index);
 }
@@ -229,6 +245,10 @@ Verdict RankVerdict(const RankDiff& diff) {
   if (diff.latent) return Verdict::kLatent;  // found before any numerical divergence
   if (diff.numeric) {
     const NumericDivergence& n = *diff.numeric;
+    // An output differs and an input was not read: no culprit can be named there.
+    if (n.verdict == Verdict::kCulprit && n.unread_inputs > 0 && !diff.structural) {
+      return Verdict::kUnverified;
+    }
     const bool caused_by_structure =
         n.verdict == Verdict::kPropagated && (n.producer_a.unpaired || n.producer_b.unpaired);
     const bool after_compiled =
@@ -297,6 +317,8 @@ StatusOr<RankDiff> DiffRank(const RankTrace& ta, const RankTrace& tb, const Diff
   const TraceIndex* index_b = tb.store->index();
   std::optional<RawComparer> raw;  // both traces mapped: compare ops before decoding them
   RankWalk walk(ta, tb, options, &diff);
+  UnreadTally unread_a;  // the steps compared
+  UnreadTally unread_b;
   if (index_a != nullptr && index_b != nullptr) raw.emplace(ta.strings(), tb.strings());
   std::optional<uint32_t> digests_differ;  // the first step whose step digests differ
   uint64_t mixed = 0;  // steps one run fingerprinted (record --fingerprint) and one recorded
@@ -318,6 +340,8 @@ StatusOr<RankDiff> DiffRank(const RankTrace& ta, const RankTrace& tb, const Diff
     if (!diff.first_step) diff.first_step = sa.step;
     diff.last_step = sa.step;
     ++diff.steps_compared;
+    RETURN_IF_ERROR(TallyUnread(ta, ia, sa, &unread_a));
+    RETURN_IF_ERROR(TallyUnread(tb, *ib, sb, &unread_b));
     if (options.progress) options.progress(ta.rank, sa.step, sa.op_count);
     if (StepsIdentical(sa, sb)) {
       ++diff.steps_identical;
@@ -360,6 +384,14 @@ StatusOr<RankDiff> DiffRank(const RankTrace& ta, const RankTrace& tb, const Diff
   walk.Finish();
   NoteCompiledBlocks(ta, tb, &diff);
   diff.verdict = RankVerdict(diff);
+  diff.unread_a = unread_a.Take();
+  diff.unread_b = unread_b.Take();
+  // What was not read was not compared: never identical then. (Before the digest invariant
+  // below: a tensor read in one run and not in the other makes the step digests differ.)
+  if (diff.verdict == Verdict::kIdentical &&
+      (HiddenTotal(diff.unread_a).ops > 0 || HiddenTotal(diff.unread_b).ops > 0)) {
+    diff.verdict = Verdict::kUnverified;
+  }
   // The invariant: differing step digests are never "identical". Without a tolerance nothing
   // is excused that the digest covers, so a miss here is a gap in the diff, said plainly.
   if (diff.verdict == Verdict::kIdentical && digests_differ && !options.tolerance &&
@@ -392,6 +424,8 @@ std::string_view VerdictName(Verdict verdict) {
       return "state";
     case Verdict::kStep:
       return "step";
+    case Verdict::kUnverified:
+      return "unverified";
   }
   return "unknown";
 }

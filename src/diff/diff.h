@@ -77,7 +77,18 @@ enum class Verdict : uint8_t {
   // (analysis/fingerprint_check.h). A random state or batch that differs first there stays
   // kRng / kData.
   kStep = 9,
+  // Nothing diverged in what was compared, but some tensors were not read (another device, a
+  // layout or dtype upguard does not read: ArgKind::kUnread), so the runs are not known to be
+  // identical (RankDiff::unread_a/_b say how many and why). Also the verdict where the first
+  // difference is an op whose output differs while an input of it was not read: whether it
+  // computed differently or was given different values is unknown (NumericDivergence::
+  // unread_inputs). Never reported as identical; `upguard diff` exits 3 (docs/cli.md).
+  kUnverified = 10,
 };
+// Whether `verdict` says the runs part somewhere: neither identical nor unverified.
+inline bool Diverged(Verdict verdict) {
+  return verdict != Verdict::kIdentical && verdict != Verdict::kUnverified;
+}
 std::string_view VerdictName(Verdict verdict);  // "identical", "culprit", ...
 
 // One input or output slot compared across the runs.
@@ -122,6 +133,9 @@ struct NumericDivergence {
   // The ops that enclose `a` (nearest first), e.g. aten::linear around aten::addmm.
   std::vector<OpLocation> enclosing;
   std::string tolerance;  // the op's tolerance ("rel:1e-05") when one was given
+  // Inputs of `a` or `b` whose values were not read (ArgKind::kUnread): a culprit with any is
+  // not one (Verdict::kUnverified).
+  size_t unread_inputs = 0;
 };
 
 // An op pair that diverged beyond tolerance where that is allowed: the op (or one enclosing
@@ -253,6 +267,10 @@ struct RankDiff {
   // The first divergence lies in a fingerprint step (ApplyFingerprintCheck); the verdict is
   // then kStep, kRng or kData.
   std::optional<FingerprintDivergence> fingerprint;
+  // The tensors of the steps compared whose values were not read, in each run, by reason and
+  // detail (trace/unread_tally.h): what the diff could not compare.
+  std::vector<UnreadCount> unread_a;
+  std::vector<UnreadCount> unread_b;
 };
 
 struct DiffOptions {
@@ -278,6 +296,9 @@ struct DiffResult {
   // verdict. Set by ApplySetupChecks (analysis/setup_check.h).
   std::vector<std::string> environment;
   std::string tolerance;  // ToleranceJudge::Summary() when a tolerance was given
+  // Every rank's unread tensors (RankDiff::unread_a/_b) summed.
+  std::vector<UnreadCount> unread_a;
+  std::vector<UnreadCount> unread_b;
 };
 
 // Ranks are diffed on DiffOptions::jobs threads; the result (ranks in rank order, the verdict of

@@ -6,6 +6,7 @@
 #include "diff/diff.h"
 #include "diff/diff_rank.h"
 #include "diff/rank_pool.h"
+#include "trace/unread_tally.h"
 
 namespace upguard {
 namespace {
@@ -88,10 +89,19 @@ StatusOr<DiffResult> DiffRuns(const Run& a, const Run& b, const DiffOptions& opt
     ASSIGN_OR_RETURN(diffs[rank_idx], DiffRankOfRuns(a, b, rank_idx, options));
     return Status::Ok();
   }));
+  // The verdict of the lowest rank that diverged; else unverified if any rank is.
+  UnreadTally unread_a;
+  UnreadTally unread_b;
   for (RankDiff& diff : diffs) {
-    if (result.verdict == Verdict::kIdentical) result.verdict = diff.verdict;
+    if (!Diverged(result.verdict) && diff.verdict != Verdict::kIdentical) {
+      result.verdict = diff.verdict;
+    }
+    unread_a.Merge(diff.unread_a);
+    unread_b.Merge(diff.unread_b);
     result.ranks.push_back(std::move(diff));
   }
+  result.unread_a = unread_a.Take();
+  result.unread_b = unread_b.Take();
   return result;
 }
 

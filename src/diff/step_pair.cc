@@ -133,6 +133,12 @@ OpOutcome StepPair::CompareOp(KeyMatch ops, NumericDivergence* out) const {
     out->first_bad_input = bad_tensor_input;
   } else {
     out->verdict = Verdict::kCulprit;
+    // Every input compared equal, or was not read: the latter leave the culprit unproven.
+    for (const ArgComparison& slot : out->inputs) {
+      const bool unread = (slot.a != nullptr && IsUnreadKind(slot.a->kind)) ||
+                          (slot.b != nullptr && IsUnreadKind(slot.b->kind));
+      out->unread_inputs += unread ? 1 : 0;
+    }
   }
   if (judge_ != nullptr)
     out->tolerance = judge_->Describe(ta.Str(a.op), ta.Str(a.module), PhaseName(a.phase));

@@ -13,6 +13,7 @@
 
 #include "base/file.h"
 #include "base/glob.h"
+#include "base/text.h"
 #include "digest/digest.h"
 #include "digest/hash_pool.h"
 #include "recorder/arg_vectors.h"
@@ -23,6 +24,7 @@
 #include "recorder/progress_file.h"
 #include "recorder/run_meta.h"
 #include "recorder/thread_names.h"
+#include "trace/unread_tally.h"
 #include "trace/writer.h"
 
 namespace upguard {
@@ -138,6 +140,7 @@ class Recorder::Impl {
       if (arg.kind == ArgKind::kNone) continue;
       rec.dtype = arg.tensor.dtype;
       rec.shape.assign(arg.tensor.sizes, arg.tensor.sizes + arg.tensor.ndim);
+      rec.unread = arg.unread;
       if (arg.kind != ArgKind::kTensor) continue;
       if (arg.known != nullptr) {
         rec.digest = arg.known->digest;
@@ -213,7 +216,7 @@ class Recorder::Impl {
       rec.label = Intern(arg.label);
       // A scalar's text is made per op, at a new address each time: the address cache would
       // miss and evict a name that lives on; the table finds it by its text.
-      if (arg.kind == ArgKind::kScalar) rec.text = writer_->Intern(arg.text);  // "" is kEmptyString
+      if (HasText(arg)) rec.text = writer_->Intern(arg.text);  // "" is kEmptyString
       memo->Learn(arg, rec);
     }
   }
@@ -375,6 +378,7 @@ class Recorder::Impl {
     Status status = writer_->Close();
     if (!status.ok()) FailLocked(status);
     ops_total_ = writer_->ops_written();
+    SayUnread(writer_->UnreadTotal());
     progress_.closed = true;
     WriteProgressLocked();
     writer_.reset();
@@ -384,6 +388,20 @@ class Recorder::Impl {
       if (!meta_status.ok() && first_error_.ok()) first_error_ = meta_status;
     }
     return first_error_;
+  }
+
+  // At the end, what was not read (a line a reason): a diff of this run cannot say what those
+  // tensors held ("412 op(s) were not digested (1,236 tensor(s) on cuda:0: upguard reads CPU
+  // tensors only)").
+  void SayUnread(const std::vector<UnreadCount>& counts) const {
+    for (const UnreadCount& count : counts) {
+      if (!UnreadHidesValues(count.reason)) continue;
+      std::fprintf(stderr,
+                   "upguard: rank %d: %s op(s) were not digested (%s tensor(s) %s); a diff of "
+                   "this run cannot compare them and says unverified\n",
+                   options_.rank, GroupedThousands(count.ops).c_str(),
+                   GroupedThousands(count.tensors).c_str(), UnreadWhy(count).c_str());
+    }
   }
 
   void Fail(const Status& status) {

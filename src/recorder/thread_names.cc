@@ -5,7 +5,7 @@ namespace upguard {
 void ThreadNames::Learn(const Arg& arg, const ArgRecord& rec) {
   names.Put(arg.name, rec.name);
   names.Put(arg.label, rec.label);
-  if (arg.kind == ArgKind::kScalar && !arg.text.empty()) {
+  if (HasText(arg) && !arg.text.empty()) {
     texts.emplace(std::string(arg.text), rec.text);
   }
 }
@@ -30,7 +30,7 @@ bool NamesFromMemo(const std::vector<Arg>& args, const ThreadNames& memo,
     if (!name || !label) return false;
     rec.name = *name;
     rec.label = *label;
-    if (arg.kind != ArgKind::kScalar || arg.text.empty()) continue;  // "" is kEmptyString
+    if (!HasText(arg) || arg.text.empty()) continue;  // "" is kEmptyString
     auto text = memo.texts.find(std::string(arg.text));
     if (text == memo.texts.end()) return false;
     rec.text = text->second;

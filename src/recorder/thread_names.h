@@ -18,6 +18,11 @@
 
 namespace upguard {
 
+// Whether an argument has a text to intern: a scalar's value, an unread tensor's detail.
+inline bool HasText(const Arg& arg) {
+  return arg.kind == ArgKind::kScalar || arg.kind == ArgKind::kUnread;
+}
+
 struct ThreadNames {
   uint64_t recorder = 0;
   InternCache names;                                // names and labels, by address

@@ -76,6 +76,18 @@ std::string SlotsTable(const json& slots, const char* caption) {
   return out + "</table>\n";
 }
 
+// The tensors the diff could not compare (`not_compared`, docs/cli.md), one line a reason.
+std::string NotComparedFact(const json& rank) {
+  if (!Has(rank, "not_compared") || rank["not_compared"].value("ops", 0) == 0) return "";
+  std::string lines;
+  for (const json& reason : rank["not_compared"]["reasons"]) {
+    lines += (lines.empty() ? "" : "<br>") +
+             Escape(std::to_string(reason.value("ops", 0)) + " ops (" +
+                    std::to_string(reason.value("tensors", 0)) + " tensors) " + Str(reason, "why"));
+  }
+  return Fact("not compared", "<span class=\"differs\">" + lines + "</span>");
+}
+
 std::string VerdictCard(const json& model, const json& rank) {
   const std::string verdict = Str(model, "verdict");
   const json& d = Has(rank, "divergence") ? rank["divergence"]
@@ -87,6 +99,9 @@ std::string VerdictCard(const json& model, const json& rank) {
            std::to_string(d.value("step", 0)) + ", " + Escape(Str(d, "phase"));
   } else if (verdict == "identical") {
     out += "the runs are identical in every step compared";
+  } else if (verdict == "unverified") {
+    out += "no compared op differs, but some tensors were not read: the runs are not known to "
+           "be identical";
   }
   out += "\n<dl class=\"facts\">";
   if (d.is_object()) {
@@ -111,6 +126,7 @@ std::string VerdictCard(const json& model, const json& rank) {
     }
   }
   if (!Str(rank, "setup").empty()) out += Fact("set up differently", Escape(Str(rank, "setup")));
+  out += NotComparedFact(rank);
   out += Fact("steps compared", std::to_string(rank.value("steps_compared", 0)) + " (" +
                                     std::to_string(rank.value("steps_identical", 0)) +
                                     " identical by step digest)");

@@ -1,6 +1,8 @@
 // The diff report for programs. Schema "upguard.diff/1", documented in docs/cli.md.
 #include "report/diff_report.h"
 
+#include "trace/unread_tally.h"
+
 namespace upguard {
 namespace {
 
@@ -70,7 +72,11 @@ json ProducerJson(const Producer& producer, const RankTrace& trace) {
 
 json NumericJson(const NumericDivergence& n, const RankTrace& ta, const RankTrace& tb) {
   json j = OpJson(*n.a.op, ta);
-  j["verdict"] = VerdictName(n.verdict);
+  // A culprit with an input that was not read is not one (Verdict::kUnverified).
+  j["verdict"] = VerdictName(n.verdict == Verdict::kCulprit && n.unread_inputs > 0
+                                 ? Verdict::kUnverified
+                                 : n.verdict);
+  j["unread_inputs"] = n.unread_inputs;
   j["index"] = n.a.index;
   j["index_b"] = n.b.index;
   j["inputs"] = SlotsJson(n.inputs, ta, tb);
@@ -192,6 +198,21 @@ json SummaryJson(const StructuralSummary& s, const RankTrace& ta, const RankTrac
           {"other_b", s.other_b}};
 }
 
+// What was not compared (trace/unread_tally.h NotCompared): totals and each reason.
+json NotComparedJson(const std::vector<UnreadCount>& a, const std::vector<UnreadCount>& b) {
+  const std::vector<UnreadCount> counts = NotCompared(a, b);
+  const UnreadTotal total = HiddenTotal(counts);
+  json reasons = json::array();
+  for (const UnreadCount& count : counts) {
+    reasons.push_back({{"reason", UnreadReasonName(count.reason)},
+                       {"detail", count.detail},
+                       {"ops", count.ops},
+                       {"tensors", count.tensors},
+                       {"why", UnreadWhy(count)}});
+  }
+  return {{"ops", total.ops}, {"tensors", total.tensors}, {"reasons", reasons}};
+}
+
 }  // namespace
 
 json DiffToJson(const DiffResult& result, const Run& a, const Run& b) {
@@ -215,6 +236,7 @@ json DiffToJson(const DiffResult& result, const Run& a, const Run& b) {
         {"latent", diff.latent ? NumericJson(*diff.latent, ta, tb) : json(nullptr)},
         {"unattributed_step",
          diff.unattributed_step ? json(*diff.unattributed_step) : json(nullptr)},
+        {"not_compared", NotComparedJson(diff.unread_a, diff.unread_b)},
         {"structural", diff.structural ? StructuralJson(*diff.structural, ta, tb) : json(nullptr)},
         {"structural_summary",
          diff.structure ? SummaryJson(*diff.structure, ta, tb) : json(nullptr)}};
@@ -227,6 +249,7 @@ json DiffToJson(const DiffResult& result, const Run& a, const Run& b) {
               {"run_b", b.dir},
               {"notes", result.notes},
               {"environment", result.environment},
+              {"not_compared", NotComparedJson(result.unread_a, result.unread_b)},
               {"ranks", ranks}};
   if (!result.tolerance.empty()) out["tolerance"] = result.tolerance;
   return out;

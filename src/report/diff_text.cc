@@ -6,6 +6,7 @@
 #include "report/diff_report.h"
 #include "report/diff_text_ops.h"
 #include "report/format_util.h"
+#include "trace/unread_tally.h"
 
 namespace upguard {
 namespace {
@@ -174,11 +175,29 @@ void ToleranceLines(const Ctx& ctx, const ToleranceSummary& t) {
   if (t.first_follows) AllowedLine(ctx, "first to follow: ", *t.first_follows);
 }
 
+// The tensors the diff could not compare, by reason; nothing when every tensor was read.
+void NotComparedLines(const Ctx& ctx, const RankDiff& diff) {
+  const std::vector<UnreadCount> counts = NotCompared(diff.unread_a, diff.unread_b);
+  if (counts.empty()) return;
+  ctx.out << "  not compared (their values were not read, so nothing says they are equal):\n";
+  for (const UnreadCount& count : counts) ctx.out << "    " << UnreadLine(count) << "\n";
+}
+
 void Rank(const Ctx& ctx, const RankDiff& diff) {
   ctx.out << "  rank " << diff.rank << ": compared steps " << *diff.first_step << ".."
           << *diff.last_step << " (" << diff.steps_compared << "), " << diff.steps_identical
           << " identical by step digest\n";
   for (const std::string& note : diff.notes) ctx.out << "  note: " << note << "\n";
+  NotComparedLines(ctx, diff);
+  if (diff.verdict == Verdict::kUnverified && !diff.numeric) {
+    const UnreadTotal total = HiddenTotal(NotCompared(diff.unread_a, diff.unread_b));
+    ctx.out << "  UNVERIFIED: no compared op differs, but " << GroupedThousands(total.ops)
+            << " op(s) with " << GroupedThousands(total.tensors)
+            << " tensor(s) were not compared (above):\n"
+               "           the runs are not known to be identical.\n";
+    if (diff.structure) Summary(ctx, "differences inside ops that match", *diff.structure);
+    return;
+  }
   ToleranceLines(ctx, diff.tolerance);
   const ToleranceSummary& t = diff.tolerance;
   if (diff.verdict == Verdict::kIdentical && t.within_ops + t.allowed_ops + t.follows_ops > 0) {

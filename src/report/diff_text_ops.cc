@@ -136,8 +136,19 @@ void Slots(const Ctx& ctx, const char* title, const std::vector<ArgComparison>& 
     const ArgRecord* any = slot.a != nullptr ? slot.a : slot.b;
     std::string what = slot.a != nullptr ? DescribeArg(*slot.a, ctx.ta.strings()) : "(absent)";
     std::string state;
+    if (slot.a != nullptr && IsUnreadKind(slot.a->kind)) {
+      what = std::string(DTypeName(slot.a->dtype)) + BracketList(slot.a->shape);
+    }
     if (slot.a == nullptr || slot.b == nullptr) {
       state = "only in one run";
+    } else if (!slot.compared && IsUnreadKind(any->kind)) {
+      // What was not read is never "equal": say why instead.
+      const ArgRecord& arg = *any;
+      const RankTrace& trace = any == slot.a ? ctx.ta : ctx.tb;
+      state = "NOT READ (" + std::string(UnreadReasonName(arg.unread)) +
+              (arg.kind == ArgKind::kUnread && arg.text != kEmptyString ? " " + trace.Str(arg.text)
+                                                                         : std::string()) +
+              ")";
     } else if (any->kind == ArgKind::kScalar) {
       if (slot.equal) {
         state = "same";
@@ -208,6 +219,9 @@ void Numeric(const Ctx& ctx, const NumericDivergence& numeric) {
   if (numeric.verdict == Verdict::kLatent) {
     ctx.out << "  LATENT  step " << numeric.a.step << ", " << PhaseName(op.phase) << ", "
             << ctx.ta.Str(op.op) << "\n";
+  } else if (numeric.verdict == Verdict::kCulprit && numeric.unread_inputs > 0) {
+    ctx.out << "  UNVERIFIED  step " << numeric.a.step << ", " << PhaseName(op.phase) << ", "
+            << ctx.ta.Str(op.op) << "\n";
   } else if (numeric.verdict == Verdict::kCulprit) {
     ctx.out << "  CULPRIT  step " << numeric.a.step << ", " << PhaseName(op.phase) << ", "
             << ctx.ta.Str(op.op) << "\n";
@@ -231,6 +245,12 @@ void Numeric(const Ctx& ctx, const NumericDivergence& numeric) {
             << "; outputs equal here:\n           every tensor this op read and wrote is "
                "bitwise identical, so the difference\n           has not changed a value yet "
                "(it may in a later step, or on a path not taken here).\n";
+    return;
+  }
+  if (numeric.verdict == Verdict::kCulprit && numeric.unread_inputs > 0) {
+    ctx.out << "  verdict: unverified — an output differs, but " << numeric.unread_inputs
+            << " input(s) of this op were not read (see above):\n           whether it "
+               "computed differently or was given different values is unknown.\n";
     return;
   }
   if (numeric.verdict == Verdict::kCulprit) {

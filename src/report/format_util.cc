@@ -17,6 +17,10 @@ std::string DescribeArg(const ArgRecord& arg, const StringTable& strings) {
     case ArgKind::kOpaque:
       return std::string(DTypeName(arg.dtype)) + BracketList(arg.shape) + " (" +
              std::string(ArgKindName(arg.kind)) + ")";
+    case ArgKind::kUnread:
+      return std::string(DTypeName(arg.dtype)) + BracketList(arg.shape) + " (not read: " +
+             std::string(UnreadReasonName(arg.unread)) +
+             (arg.text != kEmptyString ? " " + strings.Get(arg.text) : std::string()) + ")";
   }
   return "?";
 }

@@ -110,7 +110,10 @@ std::string RenderGlobalOrderText(const GlobalOrder& order, const DiffResult& re
       << " ranks, ordered through collectives)\n";
   for (const std::string& note : order.notes) out << "  note: " << note << "\n";
   if (!order.first) {
-    out << "  every rank is identical\n\n";
+    out << (result.verdict == Verdict::kUnverified
+                ? "  no rank diverged in what was compared, but some tensors were not read (see "
+                  "each rank below):\n  the runs are not known to be identical\n\n"
+                : "  every rank is identical\n\n");
     return out.str();
   }
   const int first = *order.first;
@@ -141,8 +144,10 @@ std::string RenderGlobalOrderText(const GlobalOrder& order, const DiffResult& re
   for (const RankOrder& rank : order.ranks) {
     const std::string role(RankRoleName(rank.role));
     out << "    rank " << rank.rank << "  " << role;
-    if (rank.role == RankRole::kIdentical) {
-      out << "\n";
+    if (rank.role == RankRole::kIdentical || rank.role == RankRole::kUnverified) {
+      out << (rank.role == RankRole::kUnverified ? "  (some tensors were not read: see below)"
+                                                 : "")
+          << "\n";
       continue;
     }
     out << std::string(role.size() < 11 ? 11 - role.size() : 1, ' ');

@@ -1,7 +1,7 @@
 // On-disk constants and fixed-layout pieces of the trace format, shared by the writer and the
 // reader (docs/formats/trace.md is the normative spec; section numbers refer to it).
 //
-//   FileHeader header = MakeFileHeader();           // magic, kTraceVersion (5)
+//   FileHeader header = MakeFileHeader();           // magic, kTraceVersion (6)
 //   AppendFixed32(payload_length, &frame);          // little-endian
 //   AppendDigest(op.digest, &payload);              // canonical: high BE, low BE
 #pragma once
@@ -26,7 +26,7 @@ static_assert(sizeof(FileHeader) == 16, "trace header is 16 bytes on disk");
 
 inline constexpr char kTraceMagic[8] = {'U', 'P', 'G', 'T', 'R', 'A', 'C', 'E'};
 inline constexpr size_t kFileHeaderBytes = sizeof(FileHeader);
-inline constexpr uint16_t kTraceVersion = 5;  // what this writer writes
+inline constexpr uint16_t kTraceVersion = 6;  // what this writer writes
 
 // §3.2: a frame is length:u32 type:u8 reserved:3 payload crc:u32.
 inline constexpr size_t kFrameHeaderBytes = 8;

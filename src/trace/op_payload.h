@@ -73,7 +73,8 @@ struct ArgView {
   const char* dims_end = nullptr;
   const char* digest = nullptr;   // tensor: kDigestBytes, canonical (LoadDigest)
   uint8_t flags = 0;              // tensor: kArgFlagHasStats, kArgFlagStatsShared
-  StringId text = kEmptyString;   // scalar
+  StringId text = kEmptyString;   // scalar: its text; unread: the reason's detail
+  UnreadReason unread = UnreadReason::kUnknown;  // unread
   const char* name_at = nullptr;  // the name id
   const char* body = nullptr;     // after the name: the kind's body
   const char* end = nullptr;      // after the argument
@@ -194,8 +195,16 @@ template <class Errors>
   // and the switch's jump table cost it 3 M mispredicted branches per 1 M ops (callgrind).
   const bool tensor = arg->kind == ArgKind::kTensor;
   if (tensor || arg->kind == ArgKind::kAlias || arg->kind == ArgKind::kUninit ||
-      arg->kind == ArgKind::kOpaque) {
+      arg->kind == ArgKind::kOpaque || arg->kind == ArgKind::kUnread) {
     if (!op_payload_internal::ReadShape(in, where, target.shape, arg)) return false;
+    if (arg->kind == ArgKind::kUnread) {
+      uint8_t reason = 0;
+      if (!in.U8("unread reason", &reason) || !in.Id("unread detail", &arg->text)) return false;
+      // A reason this upguard does not know (a newer writer's) is still a tensor not read.
+      arg->unread = reason > static_cast<uint8_t>(kMaxUnreadReason)
+                        ? UnreadReason::kUnknown
+                        : static_cast<UnreadReason>(reason);
+    }
     if (tensor) {
       if (!in.Fixed("digest", kDigestBytes, &arg->digest) || !in.U8("flags", &arg->flags)) {
         return false;

@@ -77,6 +77,6 @@ class TraceReader {
 
 // Lowest and highest trace format versions this reader reads.
 inline constexpr uint16_t kTraceVersionMin = 1;
-inline constexpr uint16_t kTraceVersionMax = 5;
+inline constexpr uint16_t kTraceVersionMax = 6;
 
 }  // namespace upguard

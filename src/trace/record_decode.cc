@@ -29,6 +29,7 @@ void FillArg(const ArgView& view, const StringTable& strings, ArgRecord* arg) {
   arg->stats_shared = (view.flags & kArgFlagStatsShared) != 0;
   if (!view.stats_here()) arg->stats = TensorStats{};
   arg->text = view.text;
+  arg->unread = view.unread;
   arg->label = kEmptyString;  // set by the labels block, if any
 }
 
@@ -166,6 +167,27 @@ bool DecodeStepEnd(std::string_view payload, StepEndRecord* step_end, RecordErro
   step_end->flags = 0;
   // Appended fields (trace.md §5.4): flags, then bytes of later additions a reader ignores.
   if (in.remaining() > 0 && !in.Varint("flags", &step_end->flags)) return false;
+  step_end->unread.clear();
+  if (in.remaining() == 0) return true;
+  // Version 6: the unread tally; bytes after it are later additions.
+  uint64_t entries = 0;
+  if (!in.Count("unread entries", &entries)) return false;
+  for (uint64_t entry = 0; entry < entries; ++entry) {
+    UnreadCount count;
+    uint8_t reason = 0;
+    uint64_t length = 0;
+    const char* detail = nullptr;
+    if (!in.U8("unread reason", &reason) || !in.Count("unread detail length", &length) ||
+        !in.Fixed("unread detail", length, &detail) || !in.Varint("unread ops", &count.ops) ||
+        !in.Varint("unread tensors", &count.tensors)) {
+      return false;
+    }
+    count.reason = reason > static_cast<uint8_t>(kMaxUnreadReason)
+                       ? UnreadReason::kUnknown
+                       : static_cast<UnreadReason>(reason);
+    count.detail.assign(detail, length);
+    step_end->unread.push_back(std::move(count));
+  }
   return true;
 }
 

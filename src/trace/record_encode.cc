@@ -42,6 +42,13 @@ Status CheckArg(const ArgRecord& arg, const StringTable& strings, const char* si
       return CheckId(arg.text, strings, "scalar text", record);
     case ArgKind::kNone:
       return Status::Ok();
+    case ArgKind::kUnread:
+      RETURN_IF_ERROR(CheckId(arg.text, strings, "unread detail", record));
+      if (static_cast<uint8_t>(arg.unread) > static_cast<uint8_t>(kMaxUnreadReason)) {
+        return ArgError(record, side, arg_idx,
+                        "unknown unread reason " + std::to_string(static_cast<int>(arg.unread)));
+      }
+      [[fallthrough]];
     case ArgKind::kTensor:
     case ArgKind::kAlias:
     case ArgKind::kUninit:
@@ -68,6 +75,9 @@ bool ArgValid(const ArgRecord& arg, size_t strings) {
       return arg.text < strings;
     case ArgKind::kNone:
       return true;
+    case ArgKind::kUnread:
+      if (arg.text >= strings || arg.unread > kMaxUnreadReason) return false;
+      [[fallthrough]];
     case ArgKind::kTensor:
     case ArgKind::kAlias:
     case ArgKind::kUninit:
@@ -160,6 +170,10 @@ char* PutArg(const ArgRecord& arg, SharedStats* shared, char* p) {
     case ArgKind::kUninit:
     case ArgKind::kOpaque:
       return PutShape(arg, p);
+    case ArgKind::kUnread:
+      p = PutShape(arg, p);
+      *p++ = static_cast<char>(arg.unread);
+      return PutVarint(arg.text, p);
     case ArgKind::kNone:
       return p;
   }
@@ -285,7 +299,18 @@ void EncodeStepEnd(const StepEndRecord& step_end, std::string* out) {
   AppendVarint(step_end.step, out);
   AppendVarint(step_end.op_count, out);
   AppendDigest(step_end.digest, out);
-  if (step_end.flags != 0) AppendVarint(step_end.flags, out);  // appended field (§5.4)
+  // Appended fields (§5.4): flags, when not 0 or when the unread tally follows it.
+  if (step_end.flags == 0 && step_end.unread.empty()) return;
+  AppendVarint(step_end.flags, out);
+  if (step_end.unread.empty()) return;
+  AppendVarint(step_end.unread.size(), out);
+  for (const UnreadCount& count : step_end.unread) {
+    out->push_back(static_cast<char>(count.reason));
+    AppendVarint(count.detail.size(), out);
+    out->append(count.detail);
+    AppendVarint(count.ops, out);
+    AppendVarint(count.tensors, out);
+  }
 }
 
 void EncodeEnd(uint64_t op_count, std::string* out) { AppendVarint(op_count, out); }

@@ -94,6 +94,26 @@ std::string_view ArgKindName(ArgKind kind) {
       return "none";
     case ArgKind::kOpaque:
       return "opaque";
+    case ArgKind::kUnread:
+      return "unread";
+  }
+  return "unknown";
+}
+
+std::string_view UnreadReasonName(UnreadReason reason) {
+  switch (reason) {
+    case UnreadReason::kUnknown:
+      return "unknown";
+    case UnreadReason::kDevice:
+      return "device";
+    case UnreadReason::kLayout:
+      return "layout";
+    case UnreadReason::kStorage:
+      return "storage";
+    case UnreadReason::kDtype:
+      return "dtype";
+    case UnreadReason::kInFlight:
+      return "in_flight";
   }
   return "unknown";
 }

@@ -65,11 +65,23 @@ void AttachCollective(std::shared_ptr<const CollectiveInfo> info, OpRecord* op);
 
 // Written after the last op of each step: how many ops the step recorded and a rolling digest
 // over their values (see trace.md), so a diff can skip identical steps without reading ops.
+// The ops (and tensors) of a step whose values upguard did not read, for one reason and detail
+// (trace.md §5.4; trace/unread_tally.h).
+struct UnreadCount {
+  UnreadReason reason = UnreadReason::kUnknown;
+  std::string detail;  // "cuda:0", "nested", ""
+  uint64_t ops = 0;
+  uint64_t tensors = 0;
+};
+
 struct StepEndRecord {
   uint32_t step = 0;
   uint64_t op_count = 0;
   Digest128 digest;
-  uint64_t flags = 0;  // kStepFingerprint; written only when not 0 (trace.md §5.4)
+  uint64_t flags = 0;  // kStepFingerprint; written only when not 0 or the tally follows (§5.4)
+  // Version 6: the step's unread tensors, by reason and detail; empty when none (then not
+  // written). Older traces have no tally (a reader tallies their decoded ops instead).
+  std::vector<UnreadCount> unread;
 };
 
 // StepEndRecord::flags bit 0: a fingerprint step (`upguard record --fingerprint`): only the

@@ -23,9 +23,12 @@ Digest128 FromXxh(XXH128_hash_t hash) { return Digest128{hash.high64, hash.low64
 void AppendArgs(const std::vector<ArgRecord>& args, const StringTable& strings,
                 std::string* buffer) {
   for (const ArgRecord& arg : args) {
-    buffer->push_back(static_cast<char>(arg.kind));
-    if (arg.kind == ArgKind::kAlias || arg.kind == ArgKind::kUninit ||
-        arg.kind == ArgKind::kOpaque) {
+    // An unread tensor (version 6) is hashed as version 5 hashed it, as opaque: the step digests
+    // of the two versions stay comparable. Its reason is not hashed: nothing compares values
+    // there (the StepEnd's unread tally says so, §5.4).
+    const ArgKind kind = arg.kind == ArgKind::kUnread ? ArgKind::kOpaque : arg.kind;
+    buffer->push_back(static_cast<char>(kind));
+    if (kind == ArgKind::kAlias || kind == ArgKind::kUninit || kind == ArgKind::kOpaque) {
       buffer->push_back(static_cast<char>(arg.dtype));
       AppendVarint(arg.shape.size(), buffer);
       for (int64_t dim : arg.shape) AppendVarint(static_cast<uint64_t>(dim), buffer);

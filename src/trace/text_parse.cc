@@ -11,6 +11,16 @@ namespace {
 
 using text::TextToken;
 
+bool ParseUnreadReason(std::string_view text, UnreadReason* reason) {
+  for (uint8_t code = 0; code <= static_cast<uint8_t>(kMaxUnreadReason); ++code) {
+    if (UnreadReasonName(static_cast<UnreadReason>(code)) == text) {
+      *reason = static_cast<UnreadReason>(code);
+      return true;
+    }
+  }
+  return false;
+}
+
 class TextParser {
  public:
   TextParser(std::string_view source, const std::string& out_path)
@@ -218,7 +228,7 @@ Status TextParser::ParseArg(const std::vector<TextToken>& tokens) {
   ArgRecord arg;
   size_t next = 1;
   auto is_kind = [](const TextToken& token, ArgKind* kind) {
-    for (uint8_t code = 1; code <= static_cast<uint8_t>(ArgKind::kOpaque); ++code) {
+    for (uint8_t code = 1; code <= static_cast<uint8_t>(kMaxArgKind); ++code) {
       if (!token.quoted && ArgKindName(static_cast<ArgKind>(code)) == token.text) {
         *kind = static_cast<ArgKind>(code);
         return true;
@@ -232,7 +242,7 @@ Status TextParser::ParseArg(const std::vector<TextToken>& tokens) {
   }
   if (next >= tokens.size() || !is_kind(tokens[next], &arg.kind)) {
     return Error("want '" + tokens[0].text +
-                 " [NAME] KIND ...' with KIND tensor, scalar, alias, uninit, none or opaque");
+                 " [NAME] KIND ...' with KIND tensor, scalar, alias, uninit, none, opaque or unread");
   }
   ++next;
   const bool has_shape = arg.kind != ArgKind::kScalar && arg.kind != ArgKind::kNone;
@@ -270,9 +280,17 @@ Status TextParser::ParseArgFields(const std::vector<TextToken>& tokens, size_t f
       }
       if (token.value().empty()) return Error("an empty label= is no label: leave it out");
       arg->label = writer_->Intern(token.value());
+    } else if (arg->kind == ArgKind::kUnread && token.is_key_value() && token.key() == "reason") {
+      if (!ParseUnreadReason(token.value(), &arg->unread)) {
+        return Error("bad reason '" + std::string(token.value()) +
+                     "' (want device, layout, storage, dtype, in_flight or unknown)");
+      }
+    } else if (arg->kind == ArgKind::kUnread && token.is_key_value() && token.key() == "detail") {
+      arg->text = writer_->Intern(token.value());
     } else if (!tensor) {
       return Error("unexpected '" + token.text + "' (" + std::string(ArgKindName(arg->kind)) +
-                   " takes only label=)");
+                   (arg->kind == ArgKind::kUnread ? " takes reason=, detail= and label=)"
+                                                  : " takes only label=)"));
     } else if (token.is_key_value() && token.key() == "digest") {
       if (!text::ParseDigestText(token.value(), &arg->digest)) {
         return Error("bad digest '" + std::string(token.value()) +

@@ -8,7 +8,7 @@ namespace upguard {
 namespace {
 
 bool IsKindWord(std::string_view word) {
-  for (uint8_t code = 1; code <= static_cast<uint8_t>(ArgKind::kOpaque); ++code) {
+  for (uint8_t code = 1; code <= static_cast<uint8_t>(kMaxArgKind); ++code) {
     if (ArgKindName(static_cast<ArgKind>(code)) == word) return true;
   }
   return false;
@@ -43,6 +43,11 @@ void AppendArg(const char* side, const ArgRecord& arg, const StringTable& string
     case ArgKind::kUninit:
     case ArgKind::kOpaque:
       *out += " " + text::ShapeText(arg.dtype, arg.shape);
+      break;
+    case ArgKind::kUnread:
+      *out += " " + text::ShapeText(arg.dtype, arg.shape) +
+              " reason=" + std::string(UnreadReasonName(arg.unread));
+      if (arg.text != kEmptyString) *out += " detail=" + text::Quote(strings.Get(arg.text));
       break;
     case ArgKind::kNone:
       break;

@@ -130,14 +130,14 @@ TEST_F(TraceDamageTest, HeaderDamage) {
                 "written by 'upguard record'");
 
   damaged = bytes_;
-  StoreLe16(6, &damaged[8]);
+  StoreLe16(7, &damaged[8]);
   WriteBytes(damaged_path, damaged);
   open = TraceReader::Open(damaged_path);
   ASSERT_FALSE(open.ok());
   EXPECT_EQ(open.status().code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(Contains(open.status().message(),
-                       "trace format version 6 is not supported (this "
-                       "upguard reads versions 1 to 5); upgrade"))
+                       "trace format version 7 is not supported (this "
+                       "upguard reads versions 1 to 6); upgrade"))
       << open.status().message();
 
   damaged = bytes_;

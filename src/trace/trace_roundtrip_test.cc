@@ -221,7 +221,7 @@ TEST(TraceRoundTripTest, MetaIsTheFirstRecordAndParses) {
   testing::WriteSampleTrace(path);
   auto reader = TraceReader::Open(path);
   ASSERT_TRUE(reader.ok());
-  EXPECT_EQ((*reader)->version(), 5);
+  EXPECT_EQ((*reader)->version(), 6);
   EXPECT_EQ((*reader)->path(), path);
   EXPECT_GT((*reader)->file_size(), kFileHeaderBytes);
   const auto meta = nlohmann::json::parse((*reader)->meta_json());
@@ -237,7 +237,7 @@ TEST(TraceFormatTest, DocumentedExampleBytes) {
   FinishFrame(RecordType::kEnd, &frame);
   EXPECT_EQ(frame, std::string("\x01\x00\x00\x00\x05\x00\x00\x00\x03\x03\x9c\xdf\x84", 13));
   EXPECT_EQ(EncodeFileHeader(MakeFileHeader()),
-            std::string("UPGTRACE\x05\x00\x00\x00\x00\x00\x00\x00", 16));
+            std::string("UPGTRACE\x06\x00\x00\x00\x00\x00\x00\x00", 16));
   const FileHeader header = DecodeFileHeader("UPGTRACE\x07\x00\x02\x00\x01\x00\x00\x00");
   EXPECT_EQ(header.version, 7);
   EXPECT_EQ(header.flags, 2);

@@ -9,6 +9,7 @@
 #include "trace/record_codec.h"
 #include "trace/shared_stats.h"
 #include "trace/step_digest.h"
+#include "trace/unread_tally.h"
 #include "trace/trace_checks.h"
 #include "trace/varint.h"
 
@@ -33,6 +34,8 @@ class TraceWriter::Impl {
   std::unique_ptr<OutputFile> file_;
   StringTable strings_;
   StepDigester step_digester_;
+  UnreadTally unread_;        // the open step's (§5.4)
+  UnreadTally unread_total_;  // every ended step's
   SharedStats shared_stats_;
   CollectivePlacement placement_;
   // The Collective records since the last EndStep, folded into its digest after the ops.
@@ -95,6 +98,7 @@ Status TraceWriter::WriteOp(const OpRecord& op) {
   RETURN_IF_ERROR(EncodeOp(op, ops_written_, impl.strings_, &impl.frame_, &impl.shared_stats_));
   RETURN_IF_ERROR(impl.WriteFrame(RecordType::kOp));
   impl.step_digester_.AddOp(op, impl.strings_);
+  impl.unread_.AddOp(op, impl.strings_);
   impl.placement_.OnOp(ops_written_, op.step);
   ++ops_written_;
   return Status::Ok();
@@ -132,16 +136,25 @@ Status TraceWriter::EndStepWith(uint32_t step, const Digest128* digest, uint64_t
             [](const auto& a, const auto& b) { return a.first < b.first; });
   for (const auto& [op_seq, info] : impl.collectives_) {
     impl.step_digester_.AddCollective(op_seq - first_seq, info, impl.strings_);
+    impl.unread_.AddCollective(info, impl.strings_);
   }
   impl.collectives_.clear();
   StepEndRecord step_end{step, impl.step_digester_.op_count(),
-                         digest != nullptr ? *digest : impl.step_digester_.Finish(), flags};
+                         digest != nullptr ? *digest : impl.step_digester_.Finish(), flags,
+                         impl.unread_.Take()};
+  impl.unread_total_.Merge(step_end.unread);
   impl.step_digester_.Reset();
   impl.shared_stats_.EndStep();
   impl.placement_.OnStepEnd();
   BeginFrame(&impl.frame_);
   EncodeStepEnd(step_end, &impl.frame_);
   return impl.WriteFrame(RecordType::kStepEnd);
+}
+
+std::vector<UnreadCount> TraceWriter::UnreadTotal() const {
+  UnreadTally total;
+  total.Merge(impl_->unread_total_.counts());
+  return total.Take();
 }
 
 Status TraceWriter::Flush() {

@@ -15,6 +15,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 #include <string_view>
 
 #include "base/file.h"
@@ -50,6 +51,8 @@ class TraceWriter {
   Status Close();
 
   uint64_t ops_written() const { return ops_written_; }
+  // The unread tensors of every step ended so far (the StepEnd tallies, §5.4) summed.
+  std::vector<UnreadCount> UnreadTotal() const;
 
  private:
   Status EndStepWith(uint32_t step, const Digest128* digest, uint64_t flags);
