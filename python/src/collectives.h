@@ -16,8 +16,8 @@
 // scatter off its root) takes the oldest call of its kind. Ops that run on a worker thread inside
 // the scope are the collective's own implementation (gloo's flatten and copies), not the
 // training's: they are not recorded. A tensor a collective is still writing is "in flight": an op
-// that reads it before the completion (a program that does not wait) is given it as opaque, since
-// its bytes then depend on timing.
+// that reads it before the completion (a program that does not wait) is given it unread (reason
+// in_flight: trace.md §5.3), since its bytes then depend on timing.
 //
 // Functional collectives (_c10d_functional::all_reduce, all_gather_into_tensor,
 // reduce_scatter_tensor, all_to_all_single, broadcast, ...: what DTensor, tensor parallelism

@@ -7,6 +7,7 @@
 #include "base/text.h"
 #include "collectives.h"
 #include "digest_cache.h"
+#include "unread_args.h"
 
 namespace upguard::torch_adapter {
 
@@ -141,14 +142,16 @@ Arg TensorArg(const at::Tensor& tensor, std::string_view name, ArgKind wanted, A
   }
   TensorView view;
   view.dtype = ToDType(tensor.scalar_type());
-  // A nested tensor has no sizes (asking throws): opaque, with its dtype only.
-  if (tensor.is_nested()) return Arg::Shaped(ArgKind::kOpaque, name, view);
+  // A nested tensor has no sizes (asking throws): not read, with its dtype only.
+  if (tensor.is_nested()) return Arg::Unread(name, view, UnreadReason::kLayout, "nested");
   view.ndim = static_cast<int>(tensor.dim());
   view.sizes = tensor.sizes().data();
-  if (!IsReadable(tensor)) return Arg::Shaped(ArgKind::kOpaque, name, view);
+  if (!IsReadable(tensor)) return OtherwiseReadArg(tensor, name, view, wanted, batch);
   // A collective is still writing it: its bytes now depend on timing. (First: a collective
   // found complete here marks what it wrote as written.)
-  if (wanted == ArgKind::kTensor && InFlight(tensor)) wanted = ArgKind::kOpaque;
+  if (wanted == ArgKind::kTensor && InFlight(tensor)) {
+    return Arg::Unread(name, view, UnreadReason::kInFlight, "");
+  }
   if (wanted == ArgKind::kTensor && Uninit().IsUninit(tensor)) wanted = ArgKind::kUninit;
   if (wanted != ArgKind::kTensor) return Arg::Shaped(wanted, name, view);
   Arg arg = Arg::Tensor(name, ViewOf(tensor));
@@ -284,6 +287,8 @@ void RememberDigests(const ArgBatch& batch, const std::vector<ArgRecord>& record
     const ArgRecord& record = records[idx];
     if (batch.tensors[idx] == nullptr || record.kind != ArgKind::kTensor) continue;
     if (batch.args[idx].known != nullptr || batch.args[idx].known_pending != nullptr) continue;
+    // A resolved conjugate view: the cache's key does not hold the conjugate bit.
+    if (batch.args[idx].tensor.data != batch.tensors[idx]->data_ptr()) continue;
     Digests().Put(*batch.tensors[idx], TensorDigest{record.digest, record.has_stats, record.stats},
                   record.pending);
   }
@@ -294,8 +299,10 @@ void OfferToHashPool(const Recorder& recorder, ArgBatch* batch) {
   for (size_t idx = 0; idx < batch->args.size() && idx < batch->tensors.size(); ++idx) {
     Arg& arg = batch->args[idx];
     const at::Tensor* tensor = batch->tensors[idx];
+    // Not a value resolved into the batch (a conjugate view's): its memory is not the storage's.
     if (arg.kind != ArgKind::kTensor || tensor == nullptr || arg.known != nullptr ||
-        arg.known_pending != nullptr || !tensor->has_storage()) {
+        arg.known_pending != nullptr || !tensor->has_storage() ||
+        arg.tensor.data != tensor->data_ptr()) {
       continue;
     }
     const int64_t bytes = arg.tensor.numel() * static_cast<int64_t>(DTypeSize(arg.tensor.dtype));

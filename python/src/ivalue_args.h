@@ -1,7 +1,7 @@
 // Turns an op's boxed IValues into upguard::Args the core can digest.
 //
 // Tensors on the CPU with a strided layout become TensorViews over their memory (no copy, no
-// ATen call); other tensors are Opaque (dtype and shape only). Numbers, strings and lists
+// ATen call); others are read another way or recorded unread, with why (unread_args.h). Numbers, strings and lists
 // become Scalar text. Tensor lists expand into one Arg per element ("tensors[2]").
 #pragma once
 
@@ -27,6 +27,9 @@ struct ArgBatch {
   std::deque<std::string> strings;  // names of list elements, scalar texts
   std::deque<TensorDigest> known;   // cached digests the Args point to (Arg::known)
   std::deque<at::Tensor> owned;     // tensors made for the record (generator states)
+  // Values resolved for the record (a conjugate view's), and their contiguous strides.
+  std::deque<std::string> bytes;
+  std::deque<std::vector<int64_t>> strides;
 
   // Empties it and keeps its memory, for the next op of the same thread.
   void Clear() {
@@ -35,6 +38,8 @@ struct ArgBatch {
     strings.clear();
     known.clear();
     owned.clear();
+    bytes.clear();
+    strides.clear();
   }
 };
 
@@ -82,6 +87,8 @@ DType ToDType(c10::ScalarType type);
 // A defined CPU tensor with a strided layout and a dtype upguard reads, whose memory holds its
 // values as they are (not a lazily conjugated or negated view).
 bool IsReadable(const at::Tensor& tensor);
+// The storage holds every byte the view reaches (a non-empty view, no negative stride).
+bool StorageCoversView(const at::Tensor& tensor);
 // The tensor's memory as a TensorView (borrowed: valid while the tensor lives). For readable
 // tensors only.
 TensorView ViewOf(const at::Tensor& tensor);

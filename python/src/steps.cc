@@ -13,6 +13,7 @@
 #include "string_pool.h"
 #include "tensor_names.h"
 #include "thread_state.h"
+#include "unread_args.h"
 
 namespace upguard::torch_adapter {
 
@@ -128,17 +129,16 @@ void MarkStep() {
 
 namespace {
 
-// What a tensor from Python records as: its values where upguard can read them, else its
-// dtype and shape (a nested tensor: its dtype).
-Arg PyTensorArg(std::string_view name, const at::Tensor& tensor) {
+// What a tensor from Python records as: its values where upguard can read them, else read
+// another way or recorded unread with why (unread_args.h); a nested tensor: its dtype only.
+Arg PyTensorArg(std::string_view name, const at::Tensor& tensor, ArgBatch* batch) {
   if (IsReadable(tensor)) return Arg::Tensor(name, ViewOf(tensor));
   TensorView view;
   view.dtype = ToDType(tensor.scalar_type());
-  if (!tensor.is_nested()) {
-    view.ndim = static_cast<int>(tensor.dim());
-    view.sizes = tensor.sizes().data();
-  }
-  return Arg::Shaped(ArgKind::kOpaque, name, view);
+  if (tensor.is_nested()) return Arg::Unread(name, view, UnreadReason::kLayout, "nested");
+  view.ndim = static_cast<int>(tensor.dim());
+  view.sizes = tensor.sizes().data();
+  return OtherwiseReadArg(tensor, name, view, ArgKind::kTensor, batch);
 }
 
 // Records `op` with `tensors` (from Python) as its inputs, at the caller's call site.
@@ -157,10 +157,11 @@ void RecordPyTensors(std::string_view op, Phase phase, const std::vector<PyTenso
   event.call_site = Pooled(CurrentCallSite());
   std::vector<at::Tensor> held;  // what event.inputs point into
   held.reserve(tensors.size());
+  ArgBatch made;  // what an unread or resolved tensor's Arg points into
   for (const PyTensorRef& ref : tensors) {
     if (ref.impl == 0) continue;
     held.push_back(ReclaimTensor(ref.impl));
-    event.inputs.push_back(PyTensorArg(ref.name, held.back()));
+    event.inputs.push_back(PyTensorArg(ref.name, held.back(), &made));
   }
   const RecordedOp recorded = recorder->Record(event);
   // A pseudo-op has no tensors of its own to capture: the message and the stop only.

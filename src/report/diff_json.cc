@@ -31,6 +31,10 @@ json SideJson(const ArgRecord& arg, const RankTrace& trace) {
   side["dtype"] = DTypeName(arg.dtype);
   side["shape"] = arg.shape;
   if (arg.kind == ArgKind::kTensor) side["digest"] = arg.digest.Hex();
+  if (arg.kind == ArgKind::kUnread) {
+    side["reason"] = UnreadReasonName(arg.unread);
+    side["detail"] = trace.Str(arg.text);
+  }
   if (arg.has_stats) side["stats"] = StatsJson(arg.stats);
   return side;
 }

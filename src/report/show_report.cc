@@ -135,6 +135,10 @@ StatusOr<nlohmann::json> ShowToJson(const Run& run, const ShowOptions& options) 
               item["shape"] = arg.shape;
             }
             if (arg.kind == ArgKind::kTensor) item["digest"] = arg.digest.Hex();
+            if (arg.kind == ArgKind::kUnread) {  // why its values were not read (trace.md §5.3)
+              item["reason"] = UnreadReasonName(arg.unread);
+              item["detail"] = trace->Str(arg.text);
+            }
             items.push_back(item);
           }
           return items;

@@ -2,7 +2,7 @@
 
 A tiny MLP trains with Adam on a stand-in accelerator (tests/device/stand_in_device.cc): a
 PrivateUse1 backend whose device memory is host memory and whose kernels run on the CPU with
-RecordFunction off, so upguard records every device op, with its tensors opaque (shape only),
+RecordFunction off, so upguard records every device op, with its tensors unread (shape only),
 and none of its kernels, as on a GPU. Two runs whose device memory differs in one weight
 element (--nudge, written outside ATen) train to different losses; upguard compared none of
 those tensors, so the diff must say that it did not (verdict `unverified`, exit code 3), never
@@ -56,7 +56,7 @@ def tensors(op: Dict) -> List[Dict]:
 
 def on_device(op: Dict) -> bool:
     """An op with a tensor upguard could not read: on this script, a device tensor."""
-    return any(arg["kind"] == "opaque" for arg in tensors(op))
+    return any(arg["kind"] == "unread" for arg in tensors(op))
 
 
 def nested(ops: List[Dict]) -> Iterator[Tuple[Dict, Dict]]:
@@ -99,7 +99,7 @@ def test_the_nudge_changes_the_numbers_and_the_device_computes_as_the_cpu() -> N
     assert all(a != b for a, b in zip(device, nudged))
 
 
-def test_device_ops_are_recorded_opaque_and_their_kernels_unseen(device_runs) -> None:
+def test_device_ops_are_recorded_unread_and_their_kernels_unseen(device_runs) -> None:
     """upguard sees the device ops, forward, backward and optimizer, with shapes only; the
     CPU kernels the fallback runs, and the ops they call, are not recorded at all."""
     root, _ = device_runs
@@ -111,7 +111,8 @@ def test_device_ops_are_recorded_opaque_and_their_kernels_unseen(device_runs) ->
         assert (phase, name) in device_ops
     for op in ops:
         if op["op"] in ("aten::addmm", "aten::relu", "aten::threshold_backward"):
-            assert {arg["kind"] for arg in tensors(op)} == {"opaque"}, op
+            assert {arg["kind"] for arg in tensors(op)} == {"unread"}, op
+            assert {(arg["reason"], arg["detail"]) for arg in tensors(op)} == {("device", DEVICE)}
             assert all(arg["dtype"] == "float32" and arg["shape"] for arg in tensors(op))
     # Each op that runs inside a device op touches the device itself: had the fallback's CPU
     # kernel been recorded, its ops (on readable CPU aliases) would show up nested here.
