@@ -26,7 +26,7 @@ namespace upguard {
 const char kMachinesUsage[] =
     R"(usage: upguard machines detect --input SOURCE [--model MODEL] [options]
        upguard machines fit --input SOURCE -o MODEL [--labels FILE]  (upguard machines fit -h)
-       upguard machines agent [--listen HOST:PORT] [--output METRICS.csv|.db] [options]
+       upguard machines agent [--listen [HOST:]PORT] [--output METRICS.csv|.db] [options]
 
 Names the machine whose metrics part from its peers' for long enough (after ByteDance's
 Minder): per window of samples, each machine's window of each metric is normalised to the
@@ -69,7 +69,9 @@ per-interface network rates; in a cgroup v1 with --cgroup NAME, the cgroup's CPU
 disk; GPUs through NVML when there are any; the training's step time and collective wait with
 --watch-dir) and serves them on http://HOST:PORT/metrics for Prometheus, and/or appends them to
 a metrics CSV.
-  --listen HOST:PORT   serve /metrics there (port 0: a free port, printed at start)
+  --listen [HOST:]PORT serve /metrics there: on 127.0.0.1 unless HOST says otherwise
+                       (0.0.0.0: every interface); port 0 picks a free one; the address
+                       it listens on is the first line it prints
   --output FILE        append the samples to FILE.csv (the CSV; the header when it is new)
                        or FILE.db (SQLite, docs/formats/machine-metrics-sqlite.md)
   --machine NAME       the name to report under (default: the host name)
@@ -86,7 +88,7 @@ examples:
   upguard machines detect --model model.json --input http://127.0.0.1:9090 --watch
   upguard machines detect --input http://127.0.0.1:9090 --start -1h
   upguard machines detect --input node-0.db,node-1.db,node-2.db
-  upguard machines agent --listen 0.0.0.0:9400 --output /var/tmp/metrics.csv
+  upguard machines agent --listen 9400 --output /var/tmp/metrics.csv
   upguard machines agent --listen 0.0.0.0:9400 --watch-dir runs/w --ranks 0-7
 )";
 
@@ -221,9 +223,15 @@ StatusOr<int> RunDetect(int argc, char** argv) {
   return result.detections.empty() ? kExitOk : kExitDiverged;
 }
 
-void SayListening(int port) {
-  std::printf("upguard machines agent: serving http://127.0.0.1:%d/metrics\n", port);
+void SayListening(const std::string& address) {
+  const bool everywhere = address.rfind("0.0.0.0:", 0) == 0;
+  std::printf("upguard machines agent: serving http://%s/metrics%s\n", address.c_str(),
+              everywhere ? " (every interface)" : "");
   std::fflush(stdout);
+}
+
+void SayNotice(const std::string& text) {
+  std::fprintf(stderr, "upguard machines agent: %s\n", text.c_str());
 }
 
 StatusOr<int> RunAgentVerb(int argc, char** argv) {
@@ -257,7 +265,10 @@ StatusOr<int> RunAgentVerb(int argc, char** argv) {
   options.sources = sources.Pointers();
   std::signal(SIGINT, OnStopSignal);
   std::signal(SIGTERM, OnStopSignal);
-  RETURN_IF_ERROR(machines::RunAgent(options, g_stop, SayListening));
+  machines::AgentEvents events;
+  events.listening = SayListening;
+  events.notice = SayNotice;
+  RETURN_IF_ERROR(machines::RunAgent(options, g_stop, events));
   return kExitOk;
 }
 

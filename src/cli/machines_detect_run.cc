@@ -14,6 +14,9 @@ StatusOr<DetectOutcome> DetectOnce(const DetectPlan& plan) {
   DetectOutcome out;
   ASSIGN_OR_RETURN(const machines::MetricSamples samples,
                    machines::LoadSamples(plan.input, plan.source));
+  for (const std::string& warning : samples.warnings) {
+    std::fprintf(stderr, "upguard machines detect: %s\n", warning.c_str());
+  }
   ASSIGN_OR_RETURN(out.grid, machines::MakeGrid(samples, plan.step));
   machines::DetectOptions options = plan.options;
   if (options.model) {

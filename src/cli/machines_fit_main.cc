@@ -78,6 +78,9 @@ StatusOr<int> Run(int argc, char** argv) {
   source.machine_label = flags.Get("machine-label", "machine");
   ASSIGN_OR_RETURN(const machines::MetricSamples samples,
                    machines::LoadSamples(flags.Get("input"), source));
+  for (const std::string& warning : samples.warnings) {
+    std::fprintf(stderr, "upguard machines fit: %s\n", warning.c_str());
+  }
   ASSIGN_OR_RETURN(const machines::Grid grid, machines::MakeGrid(samples, step));
   std::vector<machines::FaultLabel> labels;
   if (flags.Has("labels")) {

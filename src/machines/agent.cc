@@ -23,16 +23,18 @@ double WallSeconds() {
 }  // namespace
 
 Status RunAgent(const AgentOptions& options, const std::atomic<bool>& stop,
-                void (*on_listening)(int port)) {
+                const AgentEvents& events) {
   if (!(options.interval > 0)) return InvalidArgument("--interval must be positive");
   MetricsServer server;
   if (!options.listen.empty()) {
     RETURN_IF_ERROR(server.Start(options.listen));
-    if (on_listening != nullptr) on_listening(server.port());
+    if (events.listening != nullptr) events.listening(server.address());
   }
   std::unique_ptr<MetricsSink> output;  // the CSV or the SQLite file, by extension
   if (!options.output.empty()) {
-    ASSIGN_OR_RETURN(output, OpenMetricsSink(options.output));
+    std::string notice;
+    ASSIGN_OR_RETURN(output, OpenMetricsSink(options.output, &notice));
+    if (!notice.empty() && events.notice != nullptr) events.notice(notice);
   }
   const double started = SteadySeconds();
   ASSIGN_OR_RETURN(HostCounters before, ReadHostCounters(options.source, started));

@@ -26,9 +26,17 @@ struct AgentOptions {
   std::vector<MetricSource*> sources;
 };
 
-// Runs until `duration` passed or `stop` is set. `on_listening` (may be null) is called with
-// the port once the endpoint is up (port 0 in `listen` picks a free one).
+// What the agent tells whoever runs it, who prints it; each may be null.
+struct AgentEvents {
+  // The endpoint is up, at this address as bound ("127.0.0.1:9400"; port 0 in `listen` picks a
+  // free one).
+  void (*listening)(const std::string& address) = nullptr;
+  void (*notice)(const std::string& text) = nullptr;  // what opening `output` repaired
+};
+
+// Runs until `duration` passed or `stop` is set; returns within a sample's work of `stop`
+// (the endpoint's clients, however slow, never hold it).
 Status RunAgent(const AgentOptions& options, const std::atomic<bool>& stop,
-                void (*on_listening)(int port) = nullptr);
+                const AgentEvents& events = {});
 
 }  // namespace upguard::machines

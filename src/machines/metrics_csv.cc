@@ -73,6 +73,49 @@ std::string Where(std::string_view source, size_t line) {
   return std::string(source) + ":" + std::to_string(line);
 }
 
+struct ParsedLine {
+  double time = 0;
+  TimeForm form = TimeForm::kSeconds;
+  std::string_view machine;
+  std::string_view metric;
+  double value = 0;
+};
+
+// One sample line; errors begin with `where` ("m.csv:3").
+StatusOr<ParsedLine> ParseSampleLine(std::string_view line, const std::string& where) {
+  std::vector<std::string_view> fields;
+  for (size_t start = 0;;) {
+    const size_t comma = line.find(',', start);
+    fields.push_back(line.substr(start, comma == std::string_view::npos ? comma : comma - start));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  if (fields.size() != 4) {
+    return InvalidArgument(where + ": expected 4 fields (time,machine,metric,value), got " +
+                           std::to_string(fields.size()));
+  }
+  ParsedLine out;
+  if (!ParseTime(fields[0], &out.time, &out.form)) {
+    return InvalidArgument(where + ": time \"" + std::string(fields[0]) +
+                           "\" is neither seconds since the epoch nor YYYY-MM-DDTHH:MM:SSZ");
+  }
+  if (!ValidName(fields[1], /*machine=*/true)) {
+    return InvalidArgument(where + ": machine \"" + std::string(fields[1]) +
+                           "\" must be 1-128 characters of A-Z a-z 0-9 . _ : -");
+  }
+  if (!ValidName(fields[2], /*machine=*/false)) {
+    return InvalidArgument(where + ": metric \"" + std::string(fields[2]) +
+                           "\" must be 1-128 characters of A-Z a-z 0-9 _ : .");
+  }
+  if (!ParseNumber(fields[3], &out.value) || !std::isfinite(out.value)) {
+    return InvalidArgument(where + ": value \"" + std::string(fields[3]) +
+                           "\" is not a finite number (leave a gap out instead of writing NaN)");
+  }
+  out.machine = fields[1];
+  out.metric = fields[2];
+  return out;
+}
+
 }  // namespace
 
 bool ValidMachineName(std::string_view name) { return ValidName(name, /*machine=*/true); }
@@ -112,44 +155,28 @@ StatusOr<MetricSamples> ParseMetricsCsv(std::string_view text, std::string_view 
       continue;
     }
     if (line.empty()) continue;
-    std::vector<std::string_view> fields;
-    for (size_t start = 0;;) {
-      const size_t comma = line.find(',', start);
-      fields.push_back(line.substr(start, comma == std::string_view::npos ? comma : comma - start));
-      if (comma == std::string_view::npos) break;
-      start = comma + 1;
+    const std::string where = Where(source, line_no);
+    StatusOr<ParsedLine> parsed = ParseSampleLine(line, where);
+    if (!parsed.ok() && newline == std::string_view::npos) {
+      // A last line without its end that is no whole sample: a write torn by a crash (an agent
+      // killed mid-line, §1). It costs that line only.
+      out.warnings.push_back(where + ": skipped a torn last line (" +
+                             parsed.status().message().substr(where.size() + 2) +
+                             "; no line end: its writer was killed while writing it?)");
+      break;
     }
-    if (fields.size() != 4) {
-      return InvalidArgument(Where(source, line_no) +
-                             ": expected 4 fields (time,machine,metric,value), got " +
-                             std::to_string(fields.size()));
-    }
-    Sample sample;
-    TimeForm form = TimeForm::kSeconds;
-    if (!ParseTime(fields[0], &sample.time, &form)) {
-      return InvalidArgument(Where(source, line_no) + ": time \"" + std::string(fields[0]) +
-                             "\" is neither seconds since the epoch nor YYYY-MM-DDTHH:MM:SSZ");
-    }
-    if (form_seen && form != out.time_form) {
-      return InvalidArgument(Where(source, line_no) +
+    if (!parsed.ok()) return parsed.status();
+    if (form_seen && parsed->form != out.time_form) {
+      return InvalidArgument(where +
                              ": times mix seconds and ISO 8601 forms; use one form per file");
     }
-    out.time_form = form;
+    out.time_form = parsed->form;
     form_seen = true;
-    if (!ValidName(fields[1], /*machine=*/true)) {
-      return InvalidArgument(Where(source, line_no) + ": machine \"" + std::string(fields[1]) +
-                             "\" must be 1-128 characters of A-Z a-z 0-9 . _ : -");
-    }
-    if (!ValidName(fields[2], /*machine=*/false)) {
-      return InvalidArgument(Where(source, line_no) + ": metric \"" + std::string(fields[2]) +
-                             "\" must be 1-128 characters of A-Z a-z 0-9 _ : .");
-    }
-    if (!ParseNumber(fields[3], &sample.value) || !std::isfinite(sample.value)) {
-      return InvalidArgument(Where(source, line_no) + ": value \"" + std::string(fields[3]) +
-                             "\" is not a finite number (leave a gap out instead of writing NaN)");
-    }
-    sample.machine = out.MachineIndex(fields[1]);
-    sample.metric = out.MetricIndex(fields[2]);
+    Sample sample;
+    sample.time = parsed->time;
+    sample.value = parsed->value;
+    sample.machine = out.MachineIndex(parsed->machine);
+    sample.metric = out.MetricIndex(parsed->metric);
     out.samples.push_back(sample);
     lines.push_back(line_no);
   }

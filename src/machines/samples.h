@@ -27,6 +27,8 @@ struct MetricSamples {
   std::vector<std::string> metrics;   // in order of first appearance
   std::vector<Sample> samples;        // in the source's order
   TimeForm time_form = TimeForm::kSeconds;
+  // What the reader skipped and the user should hear of ("m.csv:62: skipped a torn last line").
+  std::vector<std::string> warnings;
 
   // The index of `name`, added when new.
   uint32_t MachineIndex(std::string_view name) { return Intern(name, &machines, &machine_index_); }

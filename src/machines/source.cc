@@ -79,6 +79,7 @@ StatusOr<MetricSamples> LoadOne(const std::string& spec, const SourceOptions& op
 
 // Appends `more` to `into`, re-indexing its machines and metrics.
 void Merge(const MetricSamples& more, MetricSamples* into) {
+  into->warnings.insert(into->warnings.end(), more.warnings.begin(), more.warnings.end());
   std::vector<uint32_t> machines, metrics;
   for (const std::string& name : more.machines) machines.push_back(into->MachineIndex(name));
   for (const std::string& name : more.metrics) metrics.push_back(into->MetricIndex(name));
@@ -94,6 +95,7 @@ void Merge(const MetricSamples& more, MetricSamples* into) {
 MetricSamples SamplesBetween(const MetricSamples& samples, double start, double end) {
   MetricSamples out;
   out.time_form = samples.time_form;
+  out.warnings = samples.warnings;
   for (const Sample& sample : samples.samples) {
     if (sample.time < start || sample.time > end) continue;
     Sample kept = sample;

@@ -1,6 +1,7 @@
 #include "machines/sqlite_store.h"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <cmath>
 #include <cstdio>
@@ -85,6 +86,13 @@ bool HasSqliteMagic(const std::string& path) {
 }
 
 StatusOr<std::unique_ptr<SqliteWriter>> SqliteWriter::Open(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0 && st.st_size > 0 && !HasSqliteMagic(path)) {
+    return InvalidArgument(path +
+                           ": exists and is not an SQLite file; the agent appends only to "
+                           "its own SQLite file (" +
+                           kSpec + "): give --output a new file");
+  }
   sqlite3* db = nullptr;
   const int opened =
       sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
@@ -94,10 +102,14 @@ StatusOr<std::unique_ptr<SqliteWriter>> SqliteWriter::Open(const std::string& pa
                    " (does its folder exist and can it be written?)");
   }
   sqlite3_busy_timeout(db, 5000);  // other agents sharing the file hold the write lock briefly
+  // Who wrote it is read before anything is written: another program's database is refused
+  // unchanged (switching it to WAL would already rewrite its header).
+  bool empty = false;
+  RETURN_IF_ERROR(CheckIdentity(db, path, &empty));
   RETURN_IF_ERROR(writer->Exec("PRAGMA journal_mode=WAL"));
   RETURN_IF_ERROR(writer->Exec("PRAGMA synchronous=NORMAL"));
   RETURN_IF_ERROR(writer->Exec("BEGIN IMMEDIATE"));
-  bool empty = false;
+  // Again under the write lock: another agent may have made the schema since.
   Status identity = CheckIdentity(db, path, &empty);
   if (identity.ok() && empty) identity = writer->Exec(kSchema);
   if (!identity.ok()) {

@@ -35,8 +35,9 @@ bool HasSqliteMagic(const std::string& path);
 
 class SqliteWriter : public MetricsSink {
  public:
-  // Creates the file and its schema, or opens one this format wrote (any other SQLite file, or a
-  // newer version, is an error naming the path).
+  // Creates the file and its schema, or opens one this format wrote. Any other file (not
+  // SQLite, another program's SQLite file, a newer version) is an error naming the path, before
+  // anything in it is changed.
   static StatusOr<std::unique_ptr<SqliteWriter>> Open(const std::string& path);
   ~SqliteWriter() override;
   SqliteWriter(const SqliteWriter&) = delete;

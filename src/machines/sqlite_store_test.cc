@@ -116,6 +116,31 @@ TEST(SqliteStoreTest, BadFilesAreNamed) {
   EXPECT_NE(read.status().message().find("missing.db"), std::string::npos);
 }
 
+// Another program's database (and a file that is no database) is refused before anything in it
+// changes: today's writer switched it to WAL first, which rewrote its header.
+TEST(SqliteStoreTest, AForeignFileIsRefusedUnchanged) {
+  const std::string other = TempPath("app.db");
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(other.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE users (name TEXT); INSERT INTO users VALUES ('ada')",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  const std::string text = TempPath("notes.db");
+  ASSERT_TRUE(WriteFileAtomically(text, "name,phone\nada,555-0100\n").ok());
+  for (const std::string& path : {other, text}) {
+    StatusOr<std::string> before = ReadFileToString(path);
+    ASSERT_TRUE(before.ok());
+    StatusOr<std::unique_ptr<MetricsSink>> sink = OpenMetricsSink(path);
+    ASSERT_FALSE(sink.ok()) << path;
+    EXPECT_EQ(sink.status().message().rfind(path + ": ", 0), 0u) << sink.status().message();
+    EXPECT_EQ(*ReadFileToString(path), *before) << path << " was changed";
+    for (const char* beside : {"-wal", "-shm", "-journal"}) {
+      EXPECT_FALSE(IsRegularFile(path + beside)) << path + beside;
+    }
+  }
+}
+
 TEST(SqliteStoreTest, TheSinkIsChosenByExtension) {
   const std::string csv = TempPath("sink.csv");
   {
