@@ -73,14 +73,27 @@ std::optional<Arg> ResolvedArg(const at::Tensor& tensor, std::string_view name,
   return Arg::Tensor(name, resolved);
 }
 
-// The layout's name as torch prints it, less the "torch." prefix ("sparse_bsr", "_mkldnn").
+// The layout's name as Python's torch spells it, less "torch." ("sparse_bsr", "_mkldnn").
 std::string LayoutName(c10::Layout layout) {
+  switch (layout) {
+    case c10::kSparse:
+      return "sparse_coo";
+    case c10::kSparseCsr:
+      return "sparse_csr";
+    case c10::kSparseCsc:
+      return "sparse_csc";
+    case c10::kSparseBsr:
+      return "sparse_bsr";
+    case c10::kSparseBsc:
+      return "sparse_bsc";
+    case c10::kMkldnn:
+      return "_mkldnn";
+    default:
+      break;
+  }
   std::ostringstream text;
   text << layout;
-  std::string name = text.str();
-  if (name.rfind("torch.", 0) == 0) name.erase(0, 6);
-  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return name;
+  return text.str();
 }
 
 bool StorageHasNoMemory(const at::Tensor& tensor) {
@@ -91,11 +104,10 @@ bool StorageHasNoMemory(const at::Tensor& tensor) {
 
 Arg OtherwiseReadArg(const at::Tensor& tensor, std::string_view name, const TensorView& view,
                      ArgKind wanted, ArgBatch* batch) {
-  const bool read = wanted == ArgKind::kTensor;
+  // A view's input or result, an out= buffer: its values are not the op's, wherever it lies.
+  if (wanted != ArgKind::kTensor) return Arg::Shaped(wanted, name, view);
   const c10::Device device = tensor.device();
-  if (device.is_meta()) {  // no values exist
-    return Arg::Shaped(read ? ArgKind::kUninit : wanted, name, view);
-  }
+  if (device.is_meta()) return Arg::Shaped(ArgKind::kUninit, name, view);  // no values exist
   if (!device.is_cpu()) {
     return Arg::Unread(name, view, UnreadReason::kDevice, Keep(device.str(), batch));
   }
@@ -104,19 +116,15 @@ Arg OtherwiseReadArg(const at::Tensor& tensor, std::string_view name, const Tens
                        Keep(c10::toString(tensor.scalar_type()), batch));
   }
   if (tensor.layout() != c10::kStrided) {
-    if (std::optional<Arg> arg = read ? SparseArg(tensor, name, view, batch) : std::nullopt) {
-      return *arg;
-    }
+    if (std::optional<Arg> arg = SparseArg(tensor, name, view, batch)) return *arg;
     return Arg::Unread(name, view, UnreadReason::kLayout,
                        Keep(LayoutName(tensor.layout()), batch));
   }
-  if (StorageHasNoMemory(tensor)) {
-    return Arg::Shaped(read ? ArgKind::kUninit : wanted, name, view);
-  }
+  if (StorageHasNoMemory(tensor)) return Arg::Shaped(ArgKind::kUninit, name, view);
   if (!tensor.has_storage() || !StorageCoversView(tensor)) {
     return Arg::Unread(name, view, UnreadReason::kStorage, "");
   }
-  if (read && (tensor.is_conj() || tensor.is_neg())) {
+  if (tensor.is_conj() || tensor.is_neg()) {
     if (std::optional<Arg> arg = ResolvedArg(tensor, name, batch)) return *arg;
   }
   return Arg::Unread(name, view, UnreadReason::kUnknown, "");

@@ -20,8 +20,9 @@ namespace upguard::torch_adapter {
 
 // Precondition: `tensor` is defined, not nested, not a wrapped number and !IsReadable(tensor);
 // `view` holds its dtype and shape. What it makes lives in `batch` (until its Clear). `wanted`
-// is what the op's schema makes of the slot (ivalue_args.cc): values are read only for kTensor
-// (a view's or an out= buffer's are not values of the op), else it is recorded unread.
+// is what the op's schema makes of the slot (ivalue_args.cc): a view's input or result, or an
+// out= buffer (kAlias, kUninit), is recorded as that, wherever it lies: its values are not the
+// op's to compare.
 Arg OtherwiseReadArg(const at::Tensor& tensor, std::string_view name, const TensorView& view,
                      ArgKind wanted, ArgBatch* batch);
 

@@ -109,8 +109,8 @@ std::string UnreadWhy(const UnreadCount& count) {
     case UnreadReason::kUnknown:
       break;
   }
-  return "that upguard could not read (a trace of version 5 or older does not say why: "
-         "another device, a sparse or nested layout, or an unknown dtype)";
+  return "that upguard could not read (the trace does not say why: one of version 5 or "
+         "older, or a case this upguard has no name for)";
 }
 
 std::string UnreadLine(const UnreadCount& count) {
