@@ -23,10 +23,22 @@ constexpr size_t kProducerSearchLimit = 1 << 22;  // ops searched backwards for 
 
 // The latest op before `before` (in step order) with a tensor output of digest `digest`. Decodes
 // earlier steps on demand, newest first; the step holding the producer joins `held`.
+// Whether `op` returns a view (an alias output) of `arg`'s dtype and shape.
+bool MakesViewLike(const OpRecord& op, const ArgRecord& arg) {
+  for (const ArgRecord& out : op.outputs) {
+    if (out.kind == ArgKind::kAlias && out.dtype == arg.dtype && out.shape == arg.shape) {
+      return true;
+    }
+  }
+  return false;
+}
+
 StatusOr<Producer> FindProducer(const RankTrace& trace, const OpLocation& before,
-                                const Digest128& digest,
+                                const ArgRecord& wanted,
                                 std::vector<std::shared_ptr<const StepOps>>* held) {
+  const Digest128& digest = wanted.digest;
   Producer producer;
+  std::shared_ptr<const StepOps> view_step;  // holds producer.view_maker's op
   size_t searched = 0;
   const uint64_t cuts = trace.cuts();
   RETURN_IF_ERROR(trace.FindStep(before.step).status());  // every step up to it is known
@@ -44,13 +56,20 @@ StatusOr<Producer> FindProducer(const RankTrace& trace, const OpLocation& before
           producer.found = true;
           producer.location = OpLocation{step->step, op_idx, &op};
           producer.output_index = out_idx;
+          producer.view_maker.reset();  // found by its values: no guess
           held->push_back(std::move(step));
           return producer;
         }
       }
-      if (++searched >= kProducerSearchLimit) return producer;
+      if (!producer.view_maker && step->step == before.step && MakesViewLike(op, wanted)) {
+        producer.view_maker = OpLocation{step->step, op_idx, &op};
+        view_step = step;
+      }
+      if (++searched >= kProducerSearchLimit) break;
     }
+    if (searched >= kProducerSearchLimit) break;
   }
+  if (view_step) held->push_back(std::move(view_step));
   return producer;
 }
 
@@ -169,11 +188,11 @@ Status RankWalk::WalkStep(const std::shared_ptr<const StepOps>& step_a,
       const ArgComparison& slot = numeric.inputs[*numeric.first_bad_input];
       if (slot.a != nullptr) {
         ASSIGN_OR_RETURN(numeric.producer_a,
-                         FindProducer(ta, numeric.a, slot.a->digest, &diff->held_steps));
+                         FindProducer(ta, numeric.a, *slot.a, &diff->held_steps));
       }
       if (slot.b != nullptr) {
         ASSIGN_OR_RETURN(numeric.producer_b,
-                         FindProducer(tb, numeric.b, slot.b->digest, &diff->held_steps));
+                         FindProducer(tb, numeric.b, *slot.b, &diff->held_steps));
       }
       for (int side = 0; side < 2; ++side) {
         Producer& producer = side == 0 ? numeric.producer_a : numeric.producer_b;
@@ -249,8 +268,13 @@ Verdict RankVerdict(const RankDiff& diff) {
     if (n.verdict == Verdict::kCulprit && n.unread_inputs > 0 && !diff.structural) {
       return Verdict::kUnverified;
     }
+    // The differing input came from an op only one run ran, or from no op that both ran while
+    // the runs had already parted structurally: the structure is the first event.
+    const bool untraced = !n.producer_a.found || !n.producer_b.found;
     const bool caused_by_structure =
-        n.verdict == Verdict::kPropagated && (n.producer_a.unpaired || n.producer_b.unpaired);
+        n.verdict == Verdict::kPropagated &&
+        (n.producer_a.unpaired || n.producer_b.unpaired ||
+         (untraced && diff.structural && NoLater(*diff.structural, n)));
     const bool after_compiled =
         diff.structural && diff.structural->compiled_only != 0 && NoLater(*diff.structural, n);
     if ((!caused_by_structure && !after_compiled) || !diff.structural) return n.verdict;

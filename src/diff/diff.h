@@ -118,6 +118,10 @@ struct Producer {
   OpLocation location;
   size_t output_index = 0;
   bool unpaired = false;  // found, and the other run has no counterpart of that op
+  // Not found: the latest op before it in its step that made a view of the same dtype and shape
+  // (a view is recorded by its shape, not its values, so no digest leads to it): the input is
+  // likely that view of an earlier result, not something from outside. Null when none did.
+  std::optional<OpLocation> view_maker;
 };
 
 struct NumericDivergence {

@@ -65,7 +65,16 @@ json OpJson(const OpRecord& op, const RankTrace& trace) {
 }
 
 json ProducerJson(const Producer& producer, const RankTrace& trace) {
-  if (!producer.found) return {{"found", false}};
+  if (!producer.found) {
+    json j = {{"found", false}};
+    if (producer.view_maker) {  // likely a view this op made (Producer::view_maker)
+      json view = OpJson(*producer.view_maker->op, trace);
+      view["index"] = producer.view_maker->index;
+      view["step"] = producer.view_maker->step;
+      j["view_of"] = view;
+    }
+    return j;
+  }
   json j = OpJson(*producer.location.op, trace);
   j["found"] = true;
   j["index"] = producer.location.index;

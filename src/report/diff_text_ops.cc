@@ -185,9 +185,20 @@ void Slots(const Ctx& ctx, const char* title, const std::vector<ArgComparison>& 
 }
 
 std::string ProducerText(const Producer& producer, const RankTrace& trace) {
+  if (!producer.found && producer.view_maker) {
+    // Said only as likely: views are recorded by their shape, so the match is by shape.
+    const OpLocation& maker = *producer.view_maker;
+    std::string text = "no recorded op's output holds these values, but " +
+                       trace.Str(maker.op->op) + " (#" + std::to_string(maker.index) +
+                       " in step " + std::to_string(maker.step);
+    if (maker.op->module != kEmptyString) text += ", module " + trace.Str(maker.op->module);
+    return text +
+           ") made a view of this dtype and shape before it: likely that view of an earlier "
+           "op's result (upguard records a view by its shape, not its values)";
+  }
   if (!producer.found) {
-    return "no recorded op produced it: it entered from outside (input data, a tensor made "
-           "before recording or by an op that was not recorded)";
+    return "no recorded op produced it, nor a view of its shape: it entered from outside "
+           "(input data, a tensor made before recording or by an op that was not recorded)";
   }
   const OpRecord& op = *producer.location.op;
   std::string text = "produced by " + trace.Str(op.op) + " (#" +
