@@ -26,6 +26,7 @@ enum class StatusCode : int {
   kFailedPrecondition = 4,  // inputs valid alone but not together (e.g. different world sizes)
   kInternal = 5,            // a bug in upguard
   kIo = 6,                  // the operating system refused a read or write
+  kUntrusted = 7,           // refused to run a command without the user's consent
 };
 
 class [[nodiscard]] Status {
@@ -55,6 +56,7 @@ inline Status FailedPrecondition(std::string m) {
 }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 inline Status IoError(std::string m) { return {StatusCode::kIo, std::move(m)}; }
+inline Status Untrusted(std::string m) { return {StatusCode::kUntrusted, std::move(m)}; }
 
 template <typename T>
 class [[nodiscard]] StatusOr {

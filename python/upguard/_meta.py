@@ -63,10 +63,14 @@ def backend_flags() -> Dict[str, str]:
 
 def engine_meta(flags_at_start: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
     """The metadata; `flags_at_start` (given at stop) are the backend flags as step 0 began."""
+    cwd = os.getcwd()
     meta: Dict[str, Any] = {
         "argv": [sys.executable] + sys.argv,
         "executable": sys.executable,
-        "cwd": os.getcwd(),
+        "cwd": cwd,
+        # With symlinks resolved: a re-run runs without asking only from this same directory
+        # (src/cli/rerun_consent.h); the recorder adds who and on which host (uid, hostname).
+        "cwd_real": os.path.realpath(cwd),
         "local_rank": int(os.environ.get("LOCAL_RANK", "0")),
         "process_groups": process_groups(),
         "torch_version": torch.__version__,

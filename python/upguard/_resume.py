@@ -27,12 +27,23 @@ Generator and RandomState, random.Random. torch's, CUDA's, numpy's and Python's 
 generators are saved always. Everything else the steps depend on (a data iterator's position)
 must be in `state` or be re-created by the skipped calls: a DataLoader iterated in the loop
 still yields its batches for skipped steps (loading them costs time, not training).
+
+A snapshot is read with torch.load(weights_only=True): a run directory may come from anyone,
+and unpickling it in full would run whatever code it names. So a snapshot holds only tensors
+and plain values; what that unpickler does not read (numpy arrays and scalars, which the
+generators' states hold, and on torch 1.13 every float and bytes value) is written as a small
+dict tagged `_TAG` and turned back on load (_plain, _restore).
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import pickle
 import random
+import types
+import weakref
+from collections import OrderedDict
 from typing import Any, Dict, Mapping
 
 import numpy as np
@@ -40,7 +51,9 @@ import torch
 
 from upguard import _C
 
-_FORMAT = "upguard.resume/1"
+# /1 (before the snapshot was plain) held numpy objects: weights_only=True cannot read it.
+_FORMAT = "upguard.resume/2"
+_TAG = "__upguard_value__"
 
 
 class _Resume:
@@ -107,6 +120,80 @@ def _set_globals(saved: Mapping[str, Any]) -> None:
         torch.cuda.set_rng_state_all(saved["cuda"])
 
 
+# Functions and methods in a state_dict (torch 1.13's OneCycleLR keeps its anneal_func, CyclicLR
+# a WeakMethod) are left out: load_state_dict updates the object made again by the script, which
+# made them again. If one held more than its constructor gives, the zoom's check that the re-run
+# reproduces its run says so.
+_CODE = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, functools.partial,
+         weakref.ref)
+_LEFT_OUT = object()
+
+
+def _plain(value: Any, where: str) -> Any:
+    """`value` with what torch.load(weights_only=True) cannot read as tagged dicts (exact)."""
+    if isinstance(value, _CODE):
+        return _LEFT_OUT
+    if isinstance(value, torch.Tensor) or value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):  # np.float64 too: a float subclass, read back as a float
+        return {_TAG: "float", "hex": float(value).hex()}
+    if isinstance(value, bytes):
+        return {_TAG: "bytes", "hex": value.hex()}
+    if isinstance(value, (np.ndarray, np.generic)):
+        array = np.asarray(value)
+        if array.dtype.hasobject:
+            raise TypeError(f"upguard.resume_point: {where} is a numpy array of Python objects, "
+                            "which a snapshot cannot hold; keep numbers in it")
+        return {_TAG: "ndarray" if isinstance(value, np.ndarray) else "npscalar",
+                "dtype": array.dtype.str, "shape": list(array.shape), "hex": array.tobytes().hex()}
+    if isinstance(value, (list, tuple)):
+        items = [_plain(item, f"{where}[{idx}]") for idx, item in enumerate(value)]
+        if any(item is _LEFT_OUT for item in items):
+            raise TypeError(f"upguard.resume_point: {where} holds a function, which a snapshot "
+                            "cannot hold")
+        return items if isinstance(value, list) else tuple(items)
+    if isinstance(value, dict):
+        if _TAG in value:
+            raise TypeError(f"upguard.resume_point: {where} has a key {_TAG!r}, upguard's own")
+        out = type(value)() if type(value) in (dict, OrderedDict) else {}
+        for key, item in value.items():
+            plain = _plain(item, f"{where}[{key!r}]")
+            if plain is not _LEFT_OUT:
+                out[key] = plain
+        if hasattr(value, "_metadata"):  # a module's state_dict: load_state_dict reads it
+            out._metadata = _plain(value._metadata, f"{where}._metadata")  # type: ignore
+        return out
+    raise TypeError(
+        f"upguard.resume_point: {where} is a {type(value).__name__}, which a snapshot cannot hold "
+        "(it is read with torch.load(weights_only=True): tensors, numbers, strings, lists, "
+        "tuples and dicts of them)")
+
+
+def _restore(value: Any) -> Any:
+    """The inverse of _plain."""
+    if isinstance(value, list):
+        return [_restore(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_restore(item) for item in value)
+    if not isinstance(value, dict):
+        return value
+    kind = value.get(_TAG)
+    if kind == "float":
+        return float.fromhex(value["hex"])
+    if kind == "bytes":
+        return bytes.fromhex(value["hex"])
+    if kind in ("ndarray", "npscalar"):
+        array = np.frombuffer(bytes.fromhex(value["hex"]), dtype=np.dtype(value["dtype"]))
+        array = array.reshape(value["shape"]).copy()
+        return array if kind == "ndarray" else array[()]
+    out = type(value)()
+    for key, item in value.items():
+        out[key] = _restore(item)
+    if hasattr(value, "_metadata"):
+        out._metadata = _restore(value._metadata)  # type: ignore
+    return out
+
+
 def _snapshot_path(recording: Any, step: int) -> str:
     return os.path.join(recording.run_dir, "resume", f"step-{step}.rank{recording.rank}.pt")
 
@@ -114,22 +201,45 @@ def _snapshot_path(recording: Any, step: int) -> str:
 def _save(recording: Any, step: int, state: Mapping[str, Any]) -> None:
     recorder_step = int(_C.current_step())
     snapshot = {"format": _FORMAT, "step": step, "recorder_step": recorder_step,
-                "state": {name: _save_one(name, obj) for name, obj in state.items()},
-                "generators": _globals()}
+                "state": {name: _plain(_save_one(name, obj), f"state[{name!r}]")
+                          for name, obj in state.items()},
+                "generators": _plain(_globals(), "the generators' state")}
     path = _snapshot_path(recording, recorder_step)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     torch.save(snapshot, path + ".tmp")
     os.replace(path + ".tmp", path)
 
 
+def _unpickler_said(error: Exception) -> str:
+    """What torch's weights-only unpickler refused, without its advice to turn it off."""
+    text = str(error)
+    if "WeightsUnpickler error:" in text:  # torch 1.13: one line
+        return text.split("WeightsUnpickler error:", 1)[1].strip()[:300]
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    reasons = [line for line in lines if not line.startswith(("Weights only load failed",
+                                                              "Check the documentation"))]
+    return (reasons[0] if reasons else lines[-1] if lines else type(error).__name__)[:300]
+
+
 def _load(path: str) -> Dict[str, Any]:
+    if not os.path.isfile(path):
+        raise RuntimeError(f"upguard.resume_point: cannot read the snapshot {path}: no such file")
     try:
-        snapshot = torch.load(path, weights_only=False)
-    except Exception as e:  # a missing, truncated or foreign file: say which
+        snapshot = torch.load(path, weights_only=True)
+    except pickle.UnpicklingError as e:  # names code to run, or objects that are not plain
+        raise RuntimeError(
+            f"upguard.resume_point: refused to load the snapshot {path}: it holds more than "
+            f"tensors and plain values, and unpickling those could run any code "
+            f"(torch.load(weights_only=True): {_unpickler_said(e)}). The snapshots of "
+            f"upguard.resume_point ({_FORMAT}) hold only those; one written by an older "
+            f"upguard (upguard.resume/1) does not load: record the run again") from None
+    except Exception as e:  # a truncated or foreign file: say which
         raise RuntimeError(f"upguard.resume_point: cannot read the snapshot {path}: {e}") from e
     if not isinstance(snapshot, dict) or snapshot.get("format") != _FORMAT:
         raise RuntimeError(f"upguard.resume_point: {path} is not an upguard resume snapshot "
                            f"({_FORMAT}); was it written by upguard.resume_point?")
+    snapshot["state"] = _restore(snapshot["state"])
+    snapshot["generators"] = _restore(snapshot["generators"])
     return snapshot
 
 

@@ -3,8 +3,9 @@
 // exception that escapes one anyway is a bug, which main() reports as an internal error (exit 2).
 //
 // Exit codes (docs/cli.md): 0 ok / identical, 1 the runs diverged, 2 error (bad input, I/O),
-// 3 unverified (nothing compared differs, but some tensors were not read).
-// `record` returns the recorded command's own exit code.
+// 3 unverified (nothing compared differs, but some tensors were not read), 4 refused to re-run
+// a recorded command without consent (StatusCode::kUntrusted, cli/rerun_consent.h). `record`
+// returns the recorded command's own exit code.
 #pragma once
 
 #include "upguard/status.h"
@@ -15,6 +16,7 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitDiverged = 1;
 inline constexpr int kExitError = 2;
 inline constexpr int kExitUnverified = 3;
+inline constexpr int kExitUntrusted = 4;
 
 // argv[0] is "upguard", argv[1] the subcommand; flags start at argv[2].
 using CommandFn = StatusOr<int> (*)(int argc, char** argv);

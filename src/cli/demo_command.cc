@@ -75,7 +75,10 @@ StatusOr<int> RunDemoCommand(int argc, char** argv) {
   std::printf("\n%s", text.c_str());
   // How the culprit's values differ: both runs re-run up to it, its tensors captured. The
   // report above is printed first: the re-runs take a while.
-  options.explain = ReRunExplainer();
+  // The demo recorded both runs just now, with its own command: they are trusted as such.
+  ASSIGN_OR_RETURN(std::shared_ptr<RerunConsent> consent,
+                   RerunConsent::Make({out + "/reference", out + "/candidate"}, false));
+  options.explain = ReRunExplainer(consent);
   RETURN_IF_ERROR(ExplainConclusion(a, b, options, &conclusion));
   if (conclusion.explained) std::printf("%s", RenderExplainText(*conclusion.explained).c_str());
   const std::string page = out + "/report.html";

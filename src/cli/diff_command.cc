@@ -18,7 +18,7 @@ namespace upguard {
 
 const char kDiffUsage[] =
     R"(usage: upguard diff RUN_A RUN_B [--json [--spread]] [--html FILE] [--allow-damaged]
-                    [--explain] [--zoom]
+                    [--explain] [--zoom] [--trust-run DIR]...
                     [--tolerance SPEC] [--tolerance-policy FILE] [--allow-nondeterministic GLOBS]
 
 Compares two run directories written by `upguard record` and names the first operator where
@@ -51,6 +51,14 @@ options:
                     the latest upguard.resume_point snapshot before them, if any; into
                     RUN/zoom), check that each re-run reproduced its run there, and report
                     the first divergent op of the re-runs
+  --trust-run DIR   let --explain and --zoom re-run DIR's recorded command although DIR is
+                    not known to be yours (recorded by another user id, on another host, in
+                    a directory that no longer resolves to where it was, or by an upguard
+                    that did not record who and where); give it once per run. Without it such
+                    a run's command, cwd and environment are printed and the diff refuses
+                    (exit 4), or asks when stdin and stderr are a terminal. A re-run sets
+                    only the numerics variables of the run's environment, never a loader or
+                    path variable
   --tolerance SPEC  bitwise (default) | ulp:N | rel:X[,abs:Y]: tensors whose digests differ
                     count as equal when their statistics (min, max, mean, L2, counts) pass;
                     with --explain, when their captured elements do
@@ -69,7 +77,8 @@ collectives that carried differences between ranks: the origin rank and op, the 
 (origin -> collective #k in group G -> receiving ranks), or a collective that computed
 differently from identical inputs. The verdict and --explain are the origin's.
 
-exit codes: 0 identical (within tolerance), 1 diverged, 2 error.
+exit codes: 0 identical (within tolerance), 1 diverged, 2 error, 4 refused to re-run a
+recorded command without consent (--explain, --zoom: see --trust-run).
 
 examples:
   upguard diff runs/a runs/b
@@ -85,6 +94,7 @@ StatusOr<int> RunDiffCommand(int argc, char** argv) {
                        {"allow-damaged", 0, false},
                        {"explain", 0, false},
                        {"zoom", 0, false},
+                       {"trust-run", 0, true},
                        {"tolerance", 0, true},
                        {"tolerance-policy", 0, true},
                        {"allow-nondeterministic", 0, true},
@@ -115,7 +125,14 @@ StatusOr<int> RunDiffCommand(int argc, char** argv) {
                      PolicyFromOptions(flags.Get("tolerance"), flags.Get("tolerance-policy"),
                                        flags.Get("allow-nondeterministic")));
   }
-  if (flags.Has("explain")) options.explain = ReRunExplainer();
+  if (flags.Has("trust-run") && !flags.Has("explain") && !flags.Has("zoom")) {
+    return InvalidArgument(
+        "--trust-run DIR lets --explain or --zoom re-run DIR's command: use it "
+        "with one of them");
+  }
+  ASSIGN_OR_RETURN(std::shared_ptr<RerunConsent> consent,
+                   RerunConsent::Make(flags.GetAll("trust-run")));
+  if (flags.Has("explain")) options.explain = ReRunExplainer(consent);
   LoadOptions load;
   load.allow_damaged = flags.Has("allow-damaged");
   load.index_on_demand = true;  // DiffRuns indexes each step as it compares it
@@ -126,7 +143,7 @@ StatusOr<int> RunDiffCommand(int argc, char** argv) {
     ConcludeOptions fingerprint_options = options;
     fingerprint_options.explain = nullptr;  // the re-runs are explained, not the fingerprints
     ASSIGN_OR_RETURN(Conclusion fingerprints, ConcludeDiff(a, b, fingerprint_options));
-    ASSIGN_OR_RETURN(zoom, ZoomIn(a, b, fingerprints));
+    ASSIGN_OR_RETURN(zoom, ZoomIn(a, b, fingerprints, *consent));
     if (zoom) {
       ASSIGN_OR_RETURN(a, LoadRun(zoom->a.dir, load));
       ASSIGN_OR_RETURN(b, LoadRun(zoom->b.dir, load));

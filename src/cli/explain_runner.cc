@@ -56,13 +56,17 @@ std::string OnlyCapture(const std::string& dir, int rank, uint32_t step) {
 // Re-runs `run` to capture op `at` of `rank`. An op outside the input pipeline is selected by
 // its position among those ops (`position=P`), which stays put when a DataLoader's workers
 // deliver batches at other times in the re-run; an input op by its index.
+constexpr char kPurpose[] = "to capture tensors";
+
+std::string ExplainDir(const Run& run) { return run.dir + "/explain"; }
+
 StatusOr<Recaptured> Recapture(const Run& run, const char* side, const RankDiff& diff,
-                               const OpLocation& at) {
+                               const OpLocation& at, RerunConsent& consent) {
   const uint32_t step = at.step;
   const size_t index = at.index;
   const std::optional<uint64_t> position = PositionOf(diff, at);
-  const std::string out_dir = run.dir + "/explain";
-  ASSIGN_OR_RETURN(RecordRequest request, RerunRequest(run, side, "to capture tensors", out_dir));
+  const std::string out_dir = ExplainDir(run);
+  ASSIGN_OR_RETURN(RecordRequest request, RerunRequest(run, side, kPurpose, out_dir, consent));
   request.steps = std::to_string(step);
   // Several ranks: only the divergent one captures and stops, wherever the others are then
   // (they fail at their next collective without it, and the launcher ends them).
@@ -104,7 +108,8 @@ StatusOr<Recaptured> Recapture(const Run& run, const char* side, const RankDiff&
 
 StatusOr<ExplainedDivergence> ExplainDivergence(const Run& a, const Run& b,
                                                 const RankDiff& rank_diff,
-                                                const std::string& b_capture) {
+                                                const std::string& b_capture,
+                                                RerunConsent& consent) {
   if (!rank_diff.numeric) {
     return FailedPrecondition(
         "--explain: the runs differ only structurally; there is no "
@@ -116,10 +121,15 @@ StatusOr<ExplainedDivergence> ExplainDivergence(const Run& a, const Run& b,
   explained.index_a = divergence.a.index;
   explained.step_b = divergence.b.step;
   explained.index_b = divergence.b.index;
-  ASSIGN_OR_RETURN(Recaptured ra, Recapture(a, "A", rank_diff, divergence.a));
+  // Both sides asked before either runs: no re-run of A spent when B's is refused.
+  RETURN_IF_ERROR(RerunRequest(a, "A", kPurpose, ExplainDir(a), consent).status());
+  if (b_capture.empty()) {
+    RETURN_IF_ERROR(RerunRequest(b, "B", kPurpose, ExplainDir(b), consent).status());
+  }
+  ASSIGN_OR_RETURN(Recaptured ra, Recapture(a, "A", rank_diff, divergence.a, consent));
   Recaptured rb{b_capture, 0};
   if (b_capture.empty()) {
-    ASSIGN_OR_RETURN(rb, Recapture(b, "B", rank_diff, divergence.b));
+    ASSIGN_OR_RETURN(rb, Recapture(b, "B", rank_diff, divergence.b, consent));
   }
   explained.rerun_seconds_a = ra.seconds;
   explained.rerun_seconds_b = rb.seconds;
@@ -129,15 +139,15 @@ StatusOr<ExplainedDivergence> ExplainDivergence(const Run& a, const Run& b,
   return explained;
 }
 
-Explainer ReRunExplainer(const std::string& live_run) {
-  return [live_run](const Run& a, const Run& b, const RankDiff& rank) {
+Explainer ReRunExplainer(std::shared_ptr<RerunConsent> consent, const std::string& live_run) {
+  return [consent, live_run](const Run& a, const Run& b, const RankDiff& rank) {
     std::string live;
     if (!live_run.empty() && rank.numeric) {
       live = CapturePath(live_run, rank.rank, rank.numeric->b.step, rank.numeric->b.index);
       if (!std::filesystem::exists(live)) live.clear();
     }
     std::fflush(stdout);  // what was printed comes before the re-runs' output
-    return ExplainDivergence(a, b, rank, live);
+    return ExplainDivergence(a, b, rank, live, *consent);
   };
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "analysis/conclude.h"
+#include "cli/rerun_consent.h"
 #include "diff/diff.h"
 #include "report/explain_report.h"
 #include "upguard/status.h"
@@ -22,14 +23,16 @@ namespace upguard {
 // Fails with a message that says what to do when a side cannot be re-run or does not reach
 // the op (a program that is not deterministic from run to run, or a run recorded elsewhere).
 // `b_capture`: B's capture of the op when it already exists (record --against captured it
-// live); then only A is re-run.
+// live); then only A is re-run. Every side to re-run is put to `consent` before either runs
+// (StatusCode::kUntrusted when it refuses).
 StatusOr<ExplainedDivergence> ExplainDivergence(const Run& a, const Run& b,
                                                 const RankDiff& rank_diff,
-                                                const std::string& b_capture = "");
+                                                const std::string& b_capture,
+                                                RerunConsent& consent);
 
 // ExplainDivergence as ConcludeDiff's explain step (analysis/conclude.h). With `live_run`
 // (record --against: the run that captured its divergent op while it ran), B's capture is
 // taken from that run's captures/ when it holds the op; otherwise B is re-run too.
-Explainer ReRunExplainer(const std::string& live_run = "");
+Explainer ReRunExplainer(std::shared_ptr<RerunConsent> consent, const std::string& live_run = "");
 
 }  // namespace upguard

@@ -57,6 +57,7 @@ Status Flags::Parse(int argc, char** argv, int first) {
                              " takes no value");
     }
     values_[spec->name] = value;
+    all_values_[spec->name].push_back(value);
   }
   return Status::Ok();
 }
@@ -64,6 +65,11 @@ Status Flags::Parse(int argc, char** argv, int first) {
 std::string Flags::Get(const std::string& name, const std::string& fallback) const {
   auto it = values_.find(name);
   return it == values_.end() ? fallback : it->second;
+}
+
+std::vector<std::string> Flags::GetAll(const std::string& name) const {
+  auto it = all_values_.find(name);
+  return it == all_values_.end() ? std::vector<std::string>() : it->second;
 }
 
 StatusOr<int64_t> Flags::GetInt(const std::string& name, int64_t fallback) const {

@@ -33,6 +33,9 @@ class Flags {
 
   bool Has(const std::string& name) const { return values_.count(name) > 0; }
   std::string Get(const std::string& name, const std::string& fallback = "") const;
+  // Every value of a flag given more than once (`--trust-run A --trust-run B`), in order;
+  // Get() returns the last.
+  std::vector<std::string> GetAll(const std::string& name) const;
   // Integer flag; errors name the flag and the text.
   StatusOr<int64_t> GetInt(const std::string& name, int64_t fallback) const;
   const std::vector<std::string>& positionals() const { return positionals_; }
@@ -44,6 +47,7 @@ class Flags {
   std::string command_;
   std::vector<FlagSpec> specs_;
   std::map<std::string, std::string> values_;
+  std::map<std::string, std::vector<std::string>> all_values_;
   std::vector<std::string> positionals_;
   std::vector<std::string> rest_;
 };

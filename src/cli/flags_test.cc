@@ -35,5 +35,14 @@ TEST(FlagsTest, ErrorsNameTheOption) {
   EXPECT_NE(show2.GetInt("step", 0).status().message().find("'two'"), std::string::npos);
 }
 
+TEST(FlagsTest, KeepsEveryValueOfARepeatedFlag) {
+  const char* argv[] = {"upguard", "diff", "--trust-run", "runs/a", "--trust-run=runs/b", "x"};
+  Flags flags("diff", {{"trust-run", 0, true}});
+  ASSERT_TRUE(flags.Parse(6, const_cast<char**>(argv), 2).ok());
+  EXPECT_EQ(flags.GetAll("trust-run"), (std::vector<std::string>{"runs/a", "runs/b"}));
+  EXPECT_EQ(flags.Get("trust-run"), "runs/b");
+  EXPECT_TRUE(flags.GetAll("json").empty());
+}
+
 }  // namespace
 }  // namespace upguard

@@ -35,10 +35,13 @@ void PrintHelp() {
   for (const upguard::CommandInfo& command : kCommands) {
     std::printf("  %-8s %s\n", command.name, command.summary);
   }
-  std::printf("\nexit codes: 0 ok/identical, 1 diverged, 2 error.  `upguard <command> --help`\n");
+  std::printf(
+      "\nexit codes: 0 ok/identical, 1 diverged, 2 error, 4 refused to re-run a recorded command "
+      "without consent.\n`upguard <command> --help`\n");
 }
 
-// Runs the command; its Status becomes exit code 2. The core never throws, but a library it
+// Runs the command; its Status becomes exit code 2 (kExitUntrusted for a re-run refused without
+// consent). The core never throws, but a library it
 // calls may (nlohmann::json on a value of the wrong type, std::bad_alloc): that is a bug, said
 // as such, and still exit code 2 rather than an abort.
 int RunCommand(const upguard::CommandInfo& command, int argc, char** argv) {
@@ -48,7 +51,8 @@ int RunCommand(const upguard::CommandInfo& command, int argc, char** argv) {
     if (code.ok()) return *code;
     std::fflush(stdout);
     std::fprintf(stderr, "upguard %s: %s\n", command.name, code.status().message().c_str());
-    return upguard::kExitError;
+    return code.status().code() == upguard::StatusCode::kUntrusted ? upguard::kExitUntrusted
+                                                                   : upguard::kExitError;
   } catch (const std::exception& error) {
     internal_error = error.what();
   } catch (...) {

@@ -53,7 +53,7 @@ StatusOr<int> ReportRanks(const RecordRequest& request, const std::string& path)
 }  // namespace
 
 StatusOr<int> ReportOnline(const RecordRequest& request, const RecordOutcome& outcome,
-                           double wall_seconds) {
+                           double wall_seconds, std::shared_ptr<RerunConsent> consent) {
   const std::string ranks_path = request.run_dir + "/online.ranks.json";
   int origin = 0;
   const bool ranks = std::filesystem::exists(ranks_path);
@@ -99,7 +99,7 @@ StatusOr<int> ReportOnline(const RecordRequest& request, const RecordOutcome& ou
     return kExitDiverged;
   }
   // The reference re-run up to the op; the candidate's side is the live capture.
-  options.explain = ReRunExplainer(request.run_dir);
+  options.explain = ReRunExplainer(std::move(consent), request.run_dir);
   RETURN_IF_ERROR(ExplainConclusion(reference, candidate, options, &conclusion));
   if (conclusion.explained) std::printf("%s", RenderExplainText(*conclusion.explained).c_str());
   return kExitDiverged;

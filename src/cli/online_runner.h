@@ -7,13 +7,14 @@
 #include <string>
 
 #include "cli/record_runner.h"
+#include "cli/rerun_consent.h"
 #include "upguard/status.h"
 
 namespace upguard {
 
 // Prints the report; returns the exit code of `upguard record --against`: 1 when the run
-// diverged, else the command's own.
+// diverged, else the command's own. The reference is re-run only with `consent`.
 StatusOr<int> ReportOnline(const RecordRequest& request, const RecordOutcome& outcome,
-                           double wall_seconds);
+                           double wall_seconds, std::shared_ptr<RerunConsent> consent);
 
 }  // namespace upguard

@@ -10,6 +10,7 @@
 #include "cli/flags.h"
 #include "cli/online_runner.h"
 #include "cli/record_runner.h"
+#include "cli/rerun_request.h"
 #include "recorder/capture_selector.h"
 #include "run/run_loader.h"
 #include "upguard/recorder.h"
@@ -55,6 +56,12 @@ options:
                      divergence capture the op's tensors, stop the program, re-run REF up to
                      that op and explain the difference (exit code 1)
   --continue         with --against: record on after the first divergence
+  --trust-run REF    with --against: let REF's recorded command run although REF is not
+                     known to be yours (recorded by another user id, on another host, in a
+                     directory that no longer resolves to where it was, or by an upguard that
+                     did not record who and where). Without it such a REF's command, cwd and
+                     environment are printed before anything runs and record refuses (exit
+                     4), or asks when stdin and stderr are a terminal
   --no-compile       run with torch.compile disabled (TORCH_COMPILE_DISABLE=1): compiled
                      regions run eagerly, so every op is recorded and a run can be compared op
                      by op with an eager one (docs/torch-compile.md)
@@ -71,7 +78,7 @@ options:
 
 exit code: the command's own (1 after a divergence with --against); 2 if upguard could not
 run it, DIR holds a run and --overwrite was not given, or the command exited 0 having
-recorded nothing.
+recorded nothing; 4 if --against REF's recorded command may not run (see --trust-run).
 
 example:
   upguard record -o runs/a -- /usr/bin/python3 train.py --lr 3e-4
@@ -89,6 +96,7 @@ StatusOr<int> RunRecordCommand(int argc, char** argv) {
                          {"capture", 0, true},
                          {"against", 0, true},
                          {"continue", 0, false},
+                         {"trust-run", 0, true},
                          {"no-compile", 0, false},
                          {"watch", 0, false},
                          {"exchange", 0, true},
@@ -144,15 +152,23 @@ StatusOr<int> RunRecordCommand(int argc, char** argv) {
     RETURN_IF_ERROR(ParseCaptureSelector(flags.Get("capture")).status());
     request.capture = flags.Get("capture");
   }
-  if (flags.Has("continue") && !flags.Has("against")) {
-    return InvalidArgument("--continue goes with --against REF (online comparison)");
+  if ((flags.Has("continue") || flags.Has("trust-run")) && !flags.Has("against")) {
+    return InvalidArgument("--continue and --trust-run go with --against REF (online comparison)");
   }
+  ASSIGN_OR_RETURN(std::shared_ptr<RerunConsent> consent,
+                   RerunConsent::Make(flags.GetAll("trust-run")));
   if (flags.Has("against")) {
     request.against = flags.Get("against");
     request.continue_after_divergence = flags.Has("continue");
     LoadOptions load;
     load.index_on_demand = true;  // checks the directory and its traces open, reads no ops
-    RETURN_IF_ERROR(LoadRun(request.against, load).status());
+    ASSIGN_OR_RETURN(Run reference, LoadRun(request.against, load));
+    // At a divergence REF's command is re-run: consent before anything runs, not after the
+    // training. (A REF without an argv fails only there, as it always did.)
+    StatusOr<RecordRequest> rerun =
+        RerunRequest(reference, "the reference", "up to the op where this run first differs",
+                     request.against + "/explain", *consent);
+    if (!rerun.ok() && rerun.status().code() == StatusCode::kUntrusted) return rerun.status();
   }
   const auto started = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(RecordOutcome outcome, RunRecorded(request));
@@ -161,7 +177,7 @@ StatusOr<int> RunRecordCommand(int argc, char** argv) {
   if (request.against.empty() || !outcome.recorded) return outcome.exit_code;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  return ReportOnline(request, outcome, seconds);
+  return ReportOnline(request, outcome, seconds, std::move(consent));
 }
 
 }  // namespace upguard

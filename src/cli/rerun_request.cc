@@ -1,5 +1,6 @@
 #include "cli/rerun_request.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 namespace upguard {
@@ -14,10 +15,15 @@ std::string JoinOps(const nlohmann::json& ops) {
   return text;
 }
 
+bool IsNumericsEnv(const std::string& name) {
+  return std::find(std::begin(kNumericsEnv), std::end(kNumericsEnv), name) !=
+         std::end(kNumericsEnv);
+}
+
 }  // namespace
 
 StatusOr<RecordRequest> RerunRequest(const Run& run, const char* side, const char* purpose,
-                                     const std::string& out_dir) {
+                                     const std::string& out_dir, RerunConsent& consent) {
   const nlohmann::json& meta = run.Meta();
   // Several ranks: the command that launched them (torchrun's), not a worker's.
   const char* key = meta.contains("launcher_argv") && meta["launcher_argv"].is_array() &&
@@ -38,9 +44,15 @@ StatusOr<RecordRequest> RerunRequest(const Run& run, const char* side, const cha
     request.command.push_back(arg.get<std::string>());
   }
   if (meta.contains("cwd") && meta["cwd"].is_string()) request.cwd = meta["cwd"].get<std::string>();
+  std::vector<std::string> dropped;
   if (meta.contains("env") && meta["env"].is_object()) {
     for (const auto& [name, value] : meta["env"].items()) {
-      if (value.is_string()) request.env.emplace_back(name, value.get<std::string>());
+      if (!value.is_string()) continue;
+      if (IsNumericsEnv(name)) {
+        request.env.emplace_back(name, value.get<std::string>());
+      } else {
+        dropped.push_back(name);
+      }
     }
   }
   const nlohmann::json options = meta.value("record_options", nlohmann::json::object());
@@ -48,6 +60,7 @@ StatusOr<RecordRequest> RerunRequest(const Run& run, const char* side, const cha
   request.ops = JoinOps(options.value("ops", nlohmann::json::array()));
   request.stats = options.value("stats", true);
   request.quiet = true;
+  RETURN_IF_ERROR(consent.Allow(run, request, dropped, side, purpose));
   return request;
 }
 

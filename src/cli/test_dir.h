@@ -1,6 +1,7 @@
 // For the CLI's tests: a fresh, empty directory per test, under the system's temp directory.
 //
 //   const std::string dir = FreshTestDir("upguard_probe_test");  // .../<prefix>_<pid>/<test>
+//   const ScopedTestDir temp("upguard_consent_test");  // the same, removed at the scope's end
 #pragma once
 
 #include <gtest/gtest.h>
@@ -19,5 +20,17 @@ inline std::string FreshTestDir(const std::string& prefix) {
   std::filesystem::create_directories(dir);
   return dir.string();
 }
+
+// FreshTestDir, removed with what the test wrote there when it goes out of scope.
+struct ScopedTestDir {
+  explicit ScopedTestDir(const std::string& prefix) : path(FreshTestDir(prefix)) {}
+  ~ScopedTestDir() {
+    std::error_code error;
+    std::filesystem::remove_all(path, error);
+  }
+  ScopedTestDir(const ScopedTestDir&) = delete;
+  ScopedTestDir& operator=(const ScopedTestDir&) = delete;
+  std::string path;
+};
 
 }  // namespace upguard

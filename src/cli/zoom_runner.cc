@@ -42,6 +42,10 @@ int64_t LatestSnapshot(const Run& run, uint32_t at) {
   return best;
 }
 
+constexpr char kPurpose[] = "to record its divergent step";
+
+std::string ZoomDir(const Run& run) { return run.dir + "/zoom"; }
+
 std::string SnapshotPrefix(const Run& run, int64_t step) {
   return run.dir + "/resume/step-" + std::to_string(step);
 }
@@ -69,12 +73,11 @@ StatusOr<std::string> Departs(const Run& recorded, const Run& rerun, const Zoom&
 // One re-run of `run` into RUN/zoom, from the snapshot of step `resume_at` (-1: step 0).
 // Returns what of the recorded run it failed to reproduce ("" when it did).
 StatusOr<std::string> ReRun(const Run& run, const char* side, const Zoom& zoom, int64_t resume_at,
-                            ZoomedRun* out) {
-  out->dir = run.dir + "/zoom";
+                            RerunConsent& consent, ZoomedRun* out) {
+  out->dir = ZoomDir(run);
   out->resumed_at = resume_at;
   out->resumed_from = resume_at < 0 ? "" : SnapshotPrefix(run, resume_at);
-  ASSIGN_OR_RETURN(RecordRequest request,
-                   RerunRequest(run, side, "to record its divergent step", out->dir));
+  ASSIGN_OR_RETURN(RecordRequest request, RerunRequest(run, side, kPurpose, out->dir, consent));
   request.steps = std::to_string(zoom.first) + ":" + std::to_string(zoom.step + 1);
   request.stop_after_steps = true;
   request.resume_from = out->resumed_from;
@@ -102,10 +105,11 @@ StatusOr<std::string> ReRun(const Run& run, const char* side, const Zoom& zoom, 
   return Departs(run, rerun, zoom);
 }
 
-StatusOr<ZoomedRun> ZoomSide(const Run& run, const char* side, const Zoom& zoom) {
+StatusOr<ZoomedRun> ZoomSide(const Run& run, const char* side, const Zoom& zoom,
+                             RerunConsent& consent) {
   ZoomedRun out;
   const int64_t snapshot = LatestSnapshot(run, zoom.first);
-  ASSIGN_OR_RETURN(std::string departs, ReRun(run, side, zoom, snapshot, &out));
+  ASSIGN_OR_RETURN(std::string departs, ReRun(run, side, zoom, snapshot, consent, &out));
   if (!departs.empty() && snapshot >= 0) {
     // The snapshot missed something the steps depend on: from the start, nothing is missed.
     out.retried = "resumed at step " + std::to_string(snapshot) + ", it departed from the run " +
@@ -113,7 +117,7 @@ StatusOr<ZoomedRun> ZoomSide(const Run& run, const char* side, const Zoom& zoom)
                   "docs/long-runs.md)";
     std::fprintf(stderr, "upguard diff --zoom: run %s's re-run %s; re-running from step 0\n", side,
                  out.retried.c_str());
-    ASSIGN_OR_RETURN(departs, ReRun(run, side, zoom, -1, &out));
+    ASSIGN_OR_RETURN(departs, ReRun(run, side, zoom, -1, consent, &out));
   }
   if (!departs.empty()) {
     return FailedPrecondition("run " + std::string(side) + "'s re-run (" + out.dir +
@@ -127,7 +131,8 @@ StatusOr<ZoomedRun> ZoomSide(const Run& run, const char* side, const Zoom& zoom)
 
 }  // namespace
 
-StatusOr<std::optional<Zoom>> ZoomIn(const Run& a, const Run& b, const Conclusion& fingerprints) {
+StatusOr<std::optional<Zoom>> ZoomIn(const Run& a, const Run& b, const Conclusion& fingerprints,
+                                     RerunConsent& consent) {
   // The first divergent step; of the ranks there, the one the ranks' order names first.
   const RankDiff* first = nullptr;
   const std::optional<int> named = fingerprints.order ? fingerprints.order->first : std::nullopt;
@@ -144,8 +149,11 @@ StatusOr<std::optional<Zoom>> ZoomIn(const Run& a, const Run& b, const Conclusio
   zoom.first = zoom.step == 0 ? 0 : zoom.step - 1;
   zoom.rank = first->rank;
   zoom.fingerprint = first->setup;
-  ASSIGN_OR_RETURN(zoom.a, ZoomSide(a, "A", zoom));
-  ASSIGN_OR_RETURN(zoom.b, ZoomSide(b, "B", zoom));
+  // Both sides asked before either runs: no re-run of A spent when B's is refused.
+  RETURN_IF_ERROR(RerunRequest(a, "A", kPurpose, ZoomDir(a), consent).status());
+  RETURN_IF_ERROR(RerunRequest(b, "B", kPurpose, ZoomDir(b), consent).status());
+  ASSIGN_OR_RETURN(zoom.a, ZoomSide(a, "A", zoom, consent));
+  ASSIGN_OR_RETURN(zoom.b, ZoomSide(b, "B", zoom, consent));
   return std::optional<Zoom>(std::move(zoom));
 }
 

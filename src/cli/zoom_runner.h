@@ -4,6 +4,9 @@
 // whose script calls upguard.resume_point left snapshots in RUN/resume/: its re-run starts at
 // the latest one at or before step k-1 instead of step 0 (python/upguard/_resume.py).
 //
+// Consent: both recorded commands are put to the RerunConsent before either runs
+// (cli/rerun_consent.h), and a snapshot loads with torch.load(weights_only=True).
+//
 // Trust: a re-run is used only when it reproduced its recorded run on the zoomed steps (their
 // batches and model state after each step, ReRunDeparts). A resumed re-run that did not is run
 // again from step 0, saying why; one from step 0 that did not is an error.
@@ -15,6 +18,7 @@
 #include <vector>
 
 #include "analysis/conclude.h"
+#include "cli/rerun_consent.h"
 #include "upguard/status.h"
 
 namespace upguard {
@@ -37,7 +41,8 @@ struct Zoom {
 
 // Re-runs both sides around the first fingerprint step `fingerprints` found; nullopt when no
 // rank's first divergence lies in a fingerprint step (nothing to zoom into).
-StatusOr<std::optional<Zoom>> ZoomIn(const Run& a, const Run& b, const Conclusion& fingerprints);
+StatusOr<std::optional<Zoom>> ZoomIn(const Run& a, const Run& b, const Conclusion& fingerprints,
+                                     RerunConsent& consent);
 
 // The lines printed before the zoomed report (text) and its "zoom" object (JSON).
 std::string ZoomText(const Zoom& zoom);

@@ -1,12 +1,14 @@
 #include "upguard/recorder.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "base/file.h"
+#include "base/identity.h"
 #include "trace/reader.h"
 
 namespace upguard {
@@ -88,6 +90,10 @@ TEST(RecorderTest, RecordsOpsStepsAndMetadataWithoutTorch) {
   EXPECT_EQ(meta["world_size"], 1);
   EXPECT_EQ(meta["complete"], true);
   EXPECT_EQ(meta["stats_version"], 2);  // the statistics' lanes (digest.md §6.1)
+  // Who and where, for the consent a re-run asks (cli/rerun_consent.h).
+  EXPECT_EQ(meta["uid"], static_cast<int64_t>(getuid()));
+  EXPECT_EQ(meta["hostname"], HostName());
+  EXPECT_EQ(meta["user"], UserName(getuid()));
   auto rank_meta = nlohmann::json::parse(reader->meta_json());
   EXPECT_EQ(rank_meta["rank"], 0);
 }

@@ -5,18 +5,13 @@
 #include <chrono>
 #include <string>
 
+#include "base/identity.h"
 #include "digest/digest.h"
 #include "trace/format.h"
 #include "upguard/version.h"
 
 namespace upguard {
 namespace {
-
-std::string HostName() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
-  return name;
-}
 
 nlohmann::json RecordOptionsJson(const RecorderOptions& options) {
   nlohmann::json steps = {{"first", options.steps.first}};
@@ -44,7 +39,13 @@ StatusOr<nlohmann::json> RecordingMeta(const RecorderOptions& options) {
   meta["stats_version"] = kStatsVersionLatest;
   meta["rank"] = options.rank;
   meta["world_size"] = options.world_size;
-  meta["hostname"] = HostName();
+  // Who and where: a re-run of this command (diff --explain, --zoom, record --against) runs
+  // without asking only for the same user on the same host (cli/rerun_consent.h); the engine
+  // adds the real path of its working directory (cwd_real, python/upguard/_meta.py).
+  meta["hostname"] = HostName();  // "" when unknown: then never the same host
+  const uid_t uid = getuid();
+  meta["uid"] = static_cast<int64_t>(uid);
+  meta["user"] = UserName(uid);
   meta["pid"] = static_cast<int64_t>(getpid());
   meta["record_options"] = RecordOptionsJson(options);
   meta["start_time"] = std::chrono::duration_cast<std::chrono::seconds>(
