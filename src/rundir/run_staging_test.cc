@@ -284,8 +284,8 @@ TEST(RunStagingTest, AKilledRecordingIsFoundRefusedAndRecovered) {
   const std::string hidden = DescribeHiddenRecordings(dir);
   EXPECT_NE(hidden.find(dir + " holds an interrupted recording in " + staging +
                         " (rank0.ugt; its recorder, pid " + std::to_string(pid) + " on host " +
-                        HostName() + " (upguard record), no longer runs): `upguard recover " +
-                        dir + "` moves it into place"),
+                        HostName() + " (upguard record), no longer runs): `upguard recover " + dir +
+                        "` moves it into place"),
             std::string::npos)
       << hidden;
   // The dead recorder's lock is taken over; its run is never recorded over without overwrite.
@@ -325,9 +325,9 @@ TEST(RunStagingTest, ARecordingInProgressIsNotRecovered) {
   StatusOr<std::unique_ptr<RunStaging>> adopted =
       RunStaging::Adopt(dir, fs::path(live->path()).filename(), Options(false), true);
   ASSERT_FALSE(adopted.ok());
-  EXPECT_NE(adopted.status().message().find("is still being written by pid " +
-                                            std::to_string(getpid())),
-            std::string::npos)
+  EXPECT_NE(
+      adopted.status().message().find("is still being written by pid " + std::to_string(getpid())),
+      std::string::npos)
       << adopted.status().message();
 }
 
