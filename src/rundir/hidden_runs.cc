@@ -38,11 +38,14 @@ std::string DescribeHiddenRecordings(const std::string& dir) {
     if (recording.rank_files.size() > 3) traces += ", ...";
     if (!text.empty()) text += "; ";
     if (recording.interrupted()) {
-      const std::string who = recording.members.empty()
-                                  ? "its recorder"
-                                  : "its recorder, " + DescribeMembers(recording.members) + ",";
+      const size_t writers = recording.members.size();
+      const std::string who =
+          writers == 0 ? "its recorder no longer runs"
+          : writers == 1
+              ? "its recorder, " + DescribeMembers(recording.members) + ", no longer runs"
+              : "its writers, " + DescribeMembers(recording.members) + ", no longer run";
       text += dir + " holds an interrupted recording in " + recording.path + " (" + traces + "; " +
-              who + " no longer runs): `upguard recover " + dir + "` moves it into place";
+              who + "): `upguard recover " + dir + "` moves it into place";
     } else {
       text += dir + " holds a recording in progress in " + recording.path + " (" + traces +
               "; written by " + DescribeMembers(recording.live) +
