@@ -1,8 +1,10 @@
 # The library graph is a stack of layers that the folders show (docs/architecture.md):
 #
-#   base <- digest <- trace, capture <- run <- align <- diff, recorder <- analysis, online
-#        <- report <- cli <- tools
+#   base <- digest, rundir <- trace, capture <- run <- align <- diff, recorder <- analysis,
+#        online <- report <- cli <- tools
 #
+# rundir: what a run directory holds and how a recording gets into one (its lock, the staging
+# directory, interrupted recordings), for the recorder, the run loader and the CLI alike;
 # run: a recorded run opened for reading; align: which ops of two runs correspond; diff: the
 # one-rank walk and comparison; analysis: what runs on a diff's result (setup checks, order
 # across ranks, NaN origin, explain, tolerances); online: record --against, the recorder's
@@ -18,7 +20,7 @@
 
 set(UPGUARD_LAYERS
   base 0
-  digest 1 watch 1 machines 1 optim 1
+  digest 1 rundir 1 watch 1 machines 1 optim 1
   trace 2 capture 2 machines_fit 2
   run 3
   align 4

@@ -100,7 +100,20 @@ struct StepRange {
 };
 
 struct RecorderOptions {
+  // The run directory. A run_dir that holds a run (a rank<N>.ugt, or a meta.json upguard
+  // wrote) or an interrupted recording is refused unless `overwrite`; a meta.json upguard did
+  // not write is refused always; so is a run_dir another recording writes into (its lock names
+  // the process, docs/cli.md). The run is recorded into run_dir/.upguard-record-<pid> and moved
+  // into run_dir at Close, once every rank of the job closed; the earlier run stays until then.
+  // A staging directory `upguard record` made (its command's UPGUARD_RECORD_DIR) is written
+  // into as it is.
   std::string run_dir;
+  bool overwrite = false;
+  // The ranks that record one run together name the same job; "" = the job their launcher's
+  // environment names (torchrun, Slurm, MASTER_ADDR:MASTER_PORT; rundir/job.h).
+  std::string job;
+  // How the caller's API spells `overwrite`, for the refusal ("overwrite=True" in Python).
+  std::string overwrite_option = "RecorderOptions::overwrite = true";
   int rank = 0;
   int world_size = 1;
   StepRange steps;
@@ -229,7 +242,8 @@ class Recorder {
   // into the metadata meta.json will get at Close. Must parse as a JSON object.
   Status UpdateEngineMeta(std::string_view engine_meta_json);
 
-  // Ends the last step if it recorded ops, closes the trace, writes meta.json (rank 0).
+  // Ends the last step if it recorded ops, closes the trace, writes meta.json (rank 0), and
+  // moves the run into run_dir when this is the last rank of the job to close.
   // Returns the first error the recorder met, if any. `end_last_step` false: the program died
   // inside the step (an uncaught exception); it gets no StepEnd record (trace.md §5.5).
   Status Close(bool end_last_step = true);
@@ -237,7 +251,12 @@ class Recorder {
   uint64_t ops_recorded() const;
   // With RecorderOptions::against: the first divergence as written to online.json, or "".
   std::string divergence_json() const;
+  // Where this rank's trace is: in the staging directory (write_dir()) until Close moved the
+  // run into run_dir.
   std::string trace_path() const;
+  // The directory this recording writes into (the staging directory; captures and online.json
+  // go there too), and after Close the one that holds the run.
+  std::string write_dir() const;
 
  private:
   class Impl;

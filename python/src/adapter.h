@@ -76,7 +76,11 @@ bool FingerprintStep();
 // marks its steps itself (upguard/_optimizer.py).
 void OptimizerStepDone();
 uint64_t OpsRecorded();
+// Where the latest recording's trace is: in its staging directory until the run moved into
+// run_dir (Recorder::trace_path); "" when none.
 std::string TracePath();
+// Its directory: where the recording writes (online.ranks.json, resume snapshots).
+std::string WriteDir();
 
 // A tensor handed over from Python: its name and the address of its c10::TensorImpl
 // (`Tensor._cdata`; the module does not use torch's Python bindings), alive during the call.

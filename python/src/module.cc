@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -29,26 +30,28 @@ void ThrowIfError(const Status& status) {
 
 // upguard._online's notice() and agree(), which talk through torch.distributed's store. A
 // failure there is printed and counts as "no rank diverged": never stop the training for it.
-DistributedOnline DistributedHooks(const std::string& run_dir) {
+// They write into `dir`, the recording's directory (the staging directory, not run_dir), known
+// once the recorder opened: set by StartFromPython before the training runs a step.
+DistributedOnline DistributedHooks(std::shared_ptr<const std::string> dir) {
   DistributedOnline hooks;
-  hooks.notice = [run_dir](const std::string& divergence_json) {
+  hooks.notice = [dir](const std::string& divergence_json) {
     py::gil_scoped_acquire gil;
     try {
-      py::module_::import("upguard._online").attr("notice")(divergence_json, run_dir);
+      py::module_::import("upguard._online").attr("notice")(divergence_json, *dir);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "upguard: could not tell the other ranks: %s\n", e.what());
     }
   };
-  hooks.agree = [run_dir](int64_t step) {
+  hooks.agree = [dir](int64_t step) {
     py::gil_scoped_acquire gil;
     try {
-      return py::module_::import("upguard._online").attr("agree")(step, run_dir).cast<bool>();
+      return py::module_::import("upguard._online").attr("agree")(step, *dir).cast<bool>();
     } catch (const std::exception& e) {
       std::fprintf(stderr, "upguard: could not hear from the other ranks: %s\n", e.what());
       return false;
     }
   };
-  hooks.depart = [run_dir](int64_t step) {
+  hooks.depart = [](int64_t step) {
     py::gil_scoped_acquire gil;
     try {
       py::module_::import("upguard._online").attr("depart")(step);
@@ -64,6 +67,7 @@ DistributedOnline DistributedHooks(const std::string& run_dir) {
 // selector stay text until ToAdapterOptions parses them.
 struct StartOptions {
   std::string run_dir;
+  bool overwrite = false;  // replace the run run_dir holds (RecorderOptions::overwrite)
   int rank = 0;
   int world_size = 1;
   std::optional<std::string> steps;  // "A:B", "A:", ":B" or "N"; None or "" = every step
@@ -87,6 +91,8 @@ struct StartOptions {
 StatusOr<AdapterOptions> ToAdapterOptions(const StartOptions& start) {
   AdapterOptions options;
   options.recorder.run_dir = start.run_dir;
+  options.recorder.overwrite = start.overwrite;
+  options.recorder.overwrite_option = "overwrite=True";
   options.recorder.rank = start.rank;
   options.recorder.world_size = start.world_size;
   if (start.steps && !start.steps->empty()) {
@@ -136,10 +142,12 @@ StatusOr<AdapterOptions> ToAdapterOptions(const StartOptions& start) {
 void StartFromPython(const StartOptions& start) {
   StatusOr<AdapterOptions> options = ToAdapterOptions(start);
   ThrowIfError(options.status());
+  auto dir = std::make_shared<std::string>(start.run_dir);
   if (!start.against.empty() && start.world_size > 1) {
-    options->distributed_online = DistributedHooks(start.run_dir);
+    options->distributed_online = DistributedHooks(dir);
   }
   ThrowIfError(Start(*options));
+  *dir = WriteDir();
 }
 
 void BindStartOptions(py::module_& m) {
@@ -148,6 +156,7 @@ void BindStartOptions(py::module_& m) {
                            "meaning); every field has a default.")
       .def(py::init<>())
       .def_readwrite("run_dir", &StartOptions::run_dir)
+      .def_readwrite("overwrite", &StartOptions::overwrite)
       .def_readwrite("rank", &StartOptions::rank)
       .def_readwrite("world_size", &StartOptions::world_size)
       .def_readwrite("steps", &StartOptions::steps)
@@ -252,6 +261,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("current_step", &adapter::CurrentStep);
   m.def("ops_recorded", &adapter::OpsRecorded);
   m.def("trace_path", &adapter::TracePath);
+  m.def("write_dir", &adapter::WriteDir);
   m.def("refresh_tensor_names", &adapter::RefreshTensorNames);
   m.def("model_tensors", [] {  // upguard._state.ModelTensors.named()
     py::list out;

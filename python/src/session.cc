@@ -71,7 +71,8 @@ Status Session::Start(const AdapterOptions& options) {
   (void)fork_handler;
   ASSIGN_OR_RETURN(std::unique_ptr<Recorder> recorder, Recorder::Open(options.recorder));
   ConfigureCallSites(options.skip_prefixes, options.cwd);
-  ConfigureCapture(options.capture, options.recorder.run_dir, options.recorder.rank,
+  // Captures go where the trace goes: the staging directory until the run moves into run_dir.
+  ConfigureCapture(options.capture, recorder->write_dir(), options.recorder.rank,
                    /*hold_all=*/!options.recorder.against.empty());
   Digests().Clear();  // digests depend on the options (stats on or off)
   if (Session* previous = Latest()) previous->collectives().Reset();
@@ -162,5 +163,11 @@ bool FingerprintStep() {
 uint64_t OpsRecorded() { return Session::LatestOpsRecorded(); }
 
 std::string TracePath() { return Session::LatestTracePath(); }
+
+std::string WriteDir() {
+  const std::string trace = Session::LatestTracePath();
+  const size_t slash = trace.rfind('/');
+  return slash == std::string::npos ? "" : trace.substr(0, slash);
+}
 
 }  // namespace upguard::torch_adapter

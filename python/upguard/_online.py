@@ -78,8 +78,10 @@ def agree_through(store: Any, rank: int, world: int, step: int, run_dir: str) ->
         entries = [json.loads(store.get(f"{_DIVERGED}/{n}")) for n in range(1, diverged + 1)]
         report = {"step": step, "world_size": world, "divergences": entries}
         path = os.path.join(run_dir, "online.ranks.json")
-        with open(path + ".tmp", "w") as out:
+        with open(path + ".tmp", "w") as out:  # closing raises on a late write error
             json.dump(report, out, indent=2)
+            out.flush()
+            os.fsync(out.fileno())
         os.replace(path + ".tmp", path)
     return True
 

@@ -42,7 +42,7 @@ sys.excepthook = _note_uncaught(sys.excepthook)
 class Recording:
     """One recording of this process into ``run_dir/rank<N>.ugt``. Use as a context manager."""
 
-    def __init__(self, run_dir: str, *, steps: Union[str, None] = None,
+    def __init__(self, run_dir: str, *, overwrite: bool = False, steps: Union[str, None] = None,
                  max_depth: Optional[int] = None, ops: Sequence[str] = (), stats: bool = True,
                  fingerprint: bool = False, rank: Optional[int] = None, world_size: Optional[int] = None,
                  capture: Optional[str] = None, against: Optional[str] = None,
@@ -50,6 +50,9 @@ class Recording:
                  resume_from: Optional[str] = None, progress_dir: Optional[str] = None,
                  hash_threads: int = 0) -> None:
         self.run_dir = os.path.abspath(run_dir)
+        # A run_dir that holds a run is refused without it; with it, the earlier run is replaced
+        # once this one is complete (the recorder stages it: run_dir/.upguard-record-<pid>).
+        self.overwrite = bool(overwrite)
         self.steps = steps
         self.max_depth = -1 if max_depth is None else int(max_depth)
         self.ops = list(ops)
@@ -98,6 +101,7 @@ class Recording:
     def _start_options(self) -> _C.StartOptions:
         options = _C.StartOptions()
         options.run_dir = self.run_dir
+        options.overwrite = self.overwrite
         options.rank = self.rank
         options.world_size = self.world_size
         options.steps = self.steps
@@ -136,7 +140,16 @@ class Recording:
 
     @property
     def trace_path(self) -> str:
+        """This rank's trace: while recording, in the staging directory the recorder writes
+        into; once stopped, in ``run_dir`` (when the job's last rank moved the run there)."""
+        if self._running:
+            return _C.trace_path()
         return os.path.join(self.run_dir, f"rank{self.rank}.ugt")
+
+    @property
+    def write_dir(self) -> str:
+        """Where this recording writes while it runs (``run_dir``'s staging directory)."""
+        return _C.write_dir() if self._running else self.run_dir
 
     @property
     def ops_recorded(self) -> int:
@@ -151,6 +164,14 @@ class Recording:
 
 def record(run_dir: str, **options: object) -> Recording:
     """A context manager that records every op run inside it into ``run_dir``.
+
+    A ``run_dir`` that already holds a run (a ``rank<N>.ugt``, or a ``meta.json`` upguard
+    wrote) is refused (RuntimeError as the block starts, before anything of it runs) unless
+    ``overwrite=True``; a ``meta.json`` upguard did not write is refused always, and so is a
+    ``run_dir`` another recording writes into. The run is recorded into
+    ``run_dir/.upguard-record-<pid>`` and moved into ``run_dir`` when the block ends (with several
+    ranks: when the job's last rank ends; ranks of one torchrun, Slurm or MASTER_ADDR job share
+    it): the earlier run stays until then, and the user's other files are never touched.
 
     Options: ``steps="A:B"`` (record steps A..B-1; also "N", "A:", ":B"), ``max_depth=0`` (only
     ops called from user code; default: every nested op), ``ops=["aten::*mm*"]`` (op-name

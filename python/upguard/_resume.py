@@ -195,7 +195,8 @@ def _restore(value: Any) -> Any:
 
 
 def _snapshot_path(recording: Any, step: int) -> str:
-    return os.path.join(recording.run_dir, "resume", f"step-{step}.rank{recording.rank}.pt")
+    # Into the recording's staging directory: they move into run_dir with the run.
+    return os.path.join(recording.write_dir, "resume", f"step-{step}.rank{recording.rank}.pt")
 
 
 def _save(recording: Any, step: int, state: Mapping[str, Any]) -> None:

@@ -33,18 +33,47 @@ StatusOr<std::string> ReadFileToString(const std::string& path) {
   return contents.str();
 }
 
+Status WriteFileDurably(const std::string& path, const std::string& contents) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return IoError(path + ": cannot create: " + Errno());
+  size_t done = 0;
+  std::string error;
+  while (done < contents.size() && error.empty()) {
+    const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) error = "write failed at byte " + std::to_string(done) + ": " + Errno();
+    if (n > 0) done += static_cast<size_t>(n);
+  }
+  if (error.empty() && ::fsync(fd) != 0) error = "fsync failed: " + Errno();
+  if (::close(fd) != 0 && error.empty()) error = "close failed: " + Errno();
+  if (!error.empty()) return IoError(path + ": " + error + " (is the disk full?)");
+  return Status::Ok();
+}
+
+Status SyncDirectory(const std::string& dir) {
+  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return IoError(dir + ": cannot open the directory to sync it: " + Errno());
+  std::string error;
+  // EINVAL: a file system that cannot sync directories (some FUSE ones): nothing more to do.
+  if (::fsync(fd) != 0 && errno != EINVAL) error = Errno();
+  ::close(fd);
+  if (!error.empty()) return IoError(dir + ": fsync of the directory failed: " + error);
+  return Status::Ok();
+}
+
 Status WriteFileAtomically(const std::string& path, const std::string& contents) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return IoError(tmp + ": cannot create: " + Errno());
-    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
-    if (!out) return IoError(tmp + ": write failed: " + Errno());
+  // Unique per process: two writers of one file never write into each other's temporary.
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  if (Status written = WriteFileDurably(tmp, contents); !written.ok()) {
+    ::unlink(tmp.c_str());
+    return written;
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return IoError("cannot rename " + tmp + " to " + path + ": " + Errno());
+    const std::string reason = Errno();
+    ::unlink(tmp.c_str());
+    return IoError("cannot rename " + tmp + " to " + path + ": " + reason);
   }
-  return Status::Ok();
+  return SyncDirectory(std::filesystem::path(path).parent_path().string());
 }
 
 Status MakeDirectories(const std::string& path) {
@@ -115,6 +144,12 @@ Status OutputFile::Flush() {
   Status status = WriteAll(buffer_.data(), buffer_.size());
   buffer_.clear();
   return status;
+}
+
+Status OutputFile::Sync() {
+  RETURN_IF_ERROR(Flush());
+  if (fd_ >= 0 && ::fsync(fd_) != 0) return IoError(path_ + ": fsync failed: " + Errno());
+  return Status::Ok();
 }
 
 Status OutputFile::Close() {

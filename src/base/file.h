@@ -16,8 +16,15 @@
 namespace upguard {
 
 StatusOr<std::string> ReadFileToString(const std::string& path);
-// Writes to "<path>.tmp" and renames, so readers never see a half-written file.
+// Writes to "<path>.tmp.<pid>" and renames, so readers never see a half-written file, and a
+// crash or power loss leaves either the old file or the new one: the file is fsynced before
+// the rename and its directory after it, and every write and the close are checked (a full
+// disk, a file size limit or an NFS server's late error fail here, the old file kept).
 Status WriteFileAtomically(const std::string& path, const std::string& contents);
+// Creates or truncates `path` and writes `contents`, fsynced, every write and the close checked.
+Status WriteFileDurably(const std::string& path, const std::string& contents);
+// fsync of a directory: the renames and creates inside it survive a crash.
+Status SyncDirectory(const std::string& dir);
 // mkdir -p.
 Status MakeDirectories(const std::string& path);
 bool IsDirectory(const std::string& path);
@@ -36,6 +43,8 @@ class OutputFile {
   Status Write(const void* data, size_t size);
   // Hands buffered bytes to the OS (not fsync): a crash of the process after Flush loses nothing.
   Status Flush();
+  // Flush, then fsync: the bytes survive a crash of the machine too.
+  Status Sync();
   Status Close();
   uint64_t bytes_written() const { return bytes_written_; }
   const std::string& path() const { return path_; }

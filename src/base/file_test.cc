@@ -1,6 +1,8 @@
 #include "base/file.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
 
 #include <filesystem>
 
@@ -42,6 +44,31 @@ TEST(FileTest, OutputFileBuffersLargeAndSmallWrites) {
     ASSERT_TRUE((*out)->Close().ok());
   }
   EXPECT_EQ(*ReadFileToString(path), "head" + big + "tail");
+}
+
+// A write that the file system refuses (here: the process's file size limit, as `ulimit -f`
+// sets it; a full disk fails the same way) is an error, and the file keeps its old contents.
+// The contents are smaller than a stream's buffer, so the bytes reach the file only when it is
+// flushed or closed: that failure counts too.
+TEST(FileTest, AtomicWriteThatTheFileSystemRefusesFailsAndKeepsTheOldFile) {
+  const std::string path = TempDir() + "/meta.json";
+  ASSERT_TRUE(WriteFileAtomically(path, "old").ok());
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
+  void (*const old_handler)(int) = signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of the signal
+  rlimit small = saved;
+  small.rlim_cur = 16;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  const Status written = WriteFileAtomically(path, std::string(1000, 'n'));
+  setrlimit(RLIMIT_FSIZE, &saved);
+  signal(SIGXFSZ, old_handler);
+  EXPECT_FALSE(written.ok());
+  EXPECT_NE(written.message().find(path), std::string::npos) << written.message();
+  EXPECT_EQ(*ReadFileToString(path), "old");
+  for (const auto& entry : std::filesystem::directory_iterator(TempDir())) {
+    EXPECT_EQ(entry.path().filename().string().find("meta.json.tmp"), std::string::npos)
+        << "a temporary file was left: " << entry.path();
+  }
 }
 
 }  // namespace

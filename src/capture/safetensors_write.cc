@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <set>
 
 #include "base/file.h"
@@ -129,6 +130,7 @@ Status WriteAll(const std::string& tmp, const std::string& header,
   RETURN_IF_ERROR(out->Write(header.data(), header.size()));
   std::vector<uint8_t> buffer;
   for (const Planned& planned : plan) RETURN_IF_ERROR(WriteTensor(planned, out.get(), &buffer));
+  RETURN_IF_ERROR(out->Sync());  // before the rename: never a complete name on partial bytes
   return out->Close();
 }
 
@@ -153,7 +155,7 @@ Status WriteSafetensors(const std::string& path, const std::vector<SafetensorsIn
     std::remove(tmp.c_str());
     return IoError("cannot rename " + tmp + " to " + path + ": " + reason);
   }
-  return Status::Ok();
+  return SyncDirectory(std::filesystem::path(path).parent_path().string());
 }
 
 }  // namespace upguard

@@ -36,6 +36,7 @@ StatusOr<int> RunDemoCommand(int argc, char** argv);
 StatusOr<int> RunWatchCommand(int argc, char** argv);
 StatusOr<int> RunCalibrateCommand(int argc, char** argv);
 StatusOr<int> RunMachinesCommand(int argc, char** argv);
+StatusOr<int> RunRecoverCommand(int argc, char** argv);
 
 extern const char kRecordUsage[];
 extern const char kDiffUsage[];
@@ -45,6 +46,7 @@ extern const char kDemoUsage[];
 extern const char kWatchUsage[];
 extern const char kCalibrateUsage[];
 extern const char kMachinesUsage[];
+extern const char kRecoverUsage[];
 
 // True if argv holds -h or --help before any `--`.
 bool WantsHelp(int argc, char** argv);

@@ -16,6 +16,8 @@ const upguard::CommandInfo kCommands[] = {
     {"diff", "name the first op where two runs part ways, and why", upguard::kDiffUsage,
      upguard::RunDiffCommand},
     {"show", "list the recorded ops of a run", upguard::kShowUsage, upguard::RunShowCommand},
+    {"recover", "move a killed recording into its run directory", upguard::kRecoverUsage,
+     upguard::RunRecoverCommand},
     {"nan", "name the first op of a run that made a NaN or Inf", upguard::kNanUsage,
      upguard::RunNanCommand},
     {"demo", "train a small GPT twice with one planted change and find it", upguard::kDemoUsage,

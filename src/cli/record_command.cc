@@ -13,6 +13,7 @@
 #include "cli/rerun_request.h"
 #include "recorder/capture_selector.h"
 #include "run/run_loader.h"
+#include "rundir/job.h"
 #include "upguard/recorder.h"
 
 namespace upguard {
@@ -24,15 +25,21 @@ inputs and outputs into the run directory DIR (meta.json and rank<N>.ugt). No co
 recording starts when the program imports torch and stops when it exits. Steps end at each
 optimizer.step() unless the program calls upguard.step(). The run is recorded into
 DIR/.upguard-record-<pid> and moved into DIR only when the command has ended and left a
-trace: a command that records nothing leaves DIR as it was.
+trace: a command that records nothing leaves DIR as it was. One recording writes into DIR at
+a time (DIR/.upguard-lock): a second is refused, naming the first's pid and host.
 
 options:
   -o, --out DIR      the run directory to write (required). A DIR that already holds a run
                      (rank<N>.ugt, meta.json) is refused unless --overwrite; other files in DIR
                      are kept
-  --overwrite        replace the run DIR holds: removes only the files upguard wrote there
-                     (rank<N>.ugt, meta.json, online*.json, its captures/ and explain/,
-                     watch/ and alerts.jsonl)
+  --overwrite        replace the run DIR holds, once the new one is complete: removes only
+                     the files upguard wrote there (rank<N>.ugt, meta.json, online*.json, its
+                     captures/ and explain/, watch/ and alerts.jsonl) and interrupted
+                     recordings (see `upguard recover`)
+  --job ID           this is one host of a job whose hosts all record into DIR: every host's
+                     `upguard record` names the same ID, each writes its ranks, and the last
+                     to end moves the run into DIR (default under Slurm: the job step,
+                     SLURM_JOB_ID.SLURM_STEP_ID; else none: a second recording is refused)
   --steps RANGE      record only steps A..B-1 ("A:B"), step N ("N"), "A:" or ":B"
   --fingerprint      record a fingerprint of every step instead of its ops (the loss, the
                      batch, the random state, every gradient, parameter and optimizer state
@@ -77,8 +84,9 @@ options:
                      while the command's output scrolls above it
 
 exit code: the command's own (1 after a divergence with --against); 2 if upguard could not
-run it, DIR holds a run and --overwrite was not given, or the command exited 0 having
-recorded nothing; 4 if --against REF's recorded command may not run (see --trust-run).
+run it, DIR holds a run (or an interrupted recording) and --overwrite was not given, another
+recording writes into DIR, or the command exited 0 having recorded nothing; 4 if --against
+REF's recorded command may not run (see --trust-run).
 
 example:
   upguard record -o runs/a -- /usr/bin/python3 train.py --lr 3e-4
@@ -87,6 +95,7 @@ example:
 StatusOr<int> RunRecordCommand(int argc, char** argv) {
   Flags flags("record", {{"out", 'o', true},
                          {"overwrite", 0, false},
+                         {"job", 0, true},
                          {"steps", 0, true},
                          {"fingerprint", 0, false},
                          {"max-depth", 0, true},
@@ -116,6 +125,10 @@ StatusOr<int> RunRecordCommand(int argc, char** argv) {
   RecordRequest request;
   request.run_dir = flags.Get("out");
   request.overwrite = flags.Has("overwrite");
+  request.job = flags.Has("job") ? flags.Get("job") : SchedulerJob();
+  if (flags.Has("job") && request.job.empty()) {
+    return InvalidArgument("--job needs an ID that every host's upguard record names alike");
+  }
   request.command = flags.rest();
   if (flags.Has("steps")) {
     RETURN_IF_ERROR(ParseStepRange(flags.Get("steps")).status());

@@ -15,8 +15,9 @@
 #include "cli/adapter_select.h"
 #include "cli/paths.h"
 #include "cli/record_progress.h"
-#include "cli/run_staging.h"
 #include "cli/watch_loop.h"
+#include "rundir/entries.h"
+#include "rundir/run_staging.h"
 
 namespace upguard {
 namespace {
@@ -62,8 +63,11 @@ StatusOr<RecordOutcome> RunRecorded(const RecordRequest& request) {
   // The adapter built for the command's torch, or the error that says how to build it, before
   // anything runs or is written.
   ASSIGN_OR_RETURN(const std::string package, SelectAdapter(request.command, request.cwd));
+  StagingOptions staging_options;
+  staging_options.overwrite = request.overwrite;
+  staging_options.job = request.job;
   ASSIGN_OR_RETURN(std::unique_ptr<RunStaging> staging,
-                   RunStaging::Begin(request.run_dir, request.overwrite));
+                   RunStaging::Begin(request.run_dir, staging_options));
   // The command and every process it starts (torchrun's workers) record into the staging
   // directory; nothing that meta.json holds names it (argv, cwd and against are the command's).
   const std::string abs_dir = fs::absolute(staging->path()).lexically_normal().string();
@@ -150,7 +154,19 @@ StatusOr<RecordOutcome> RunRecorded(const RecordRequest& request) {
     outcome.summary = "upguard record: " + why + "\n";
     return outcome;
   }
-  RETURN_IF_ERROR(staging->Commit());
+  ASSIGN_OR_RETURN(const FinishOutcome finished, staging->Finish());
+  if (finished.result != FinishOutcome::Result::kCommitted) {
+    // One host of a job: the last recorder of the job moves the run in.
+    const bool left = finished.result == FinishOutcome::Result::kLeftToOthers;
+    outcome.summary = "upguard record: wrote" + files + " into " + staging->path() + "; " +
+                      (left ? "the run moves into " + request.run_dir +
+                                  " when the job's other recorders end (" + finished.detail + ")"
+                            : "no recorder of the job is left and " + finished.detail +
+                                  " is missing: `upguard recover " + request.run_dir +
+                                  "` moves what there is into place") +
+                      "\n";
+    return outcome;
+  }
   outcome.recorded = true;
   outcome.summary =
       "upguard record: wrote " + request.run_dir + ":" + files +

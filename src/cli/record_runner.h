@@ -12,8 +12,11 @@ namespace upguard {
 struct RecordRequest {
   std::string run_dir;  // the run directory (-o DIR)
   // Replace the run run_dir holds (only the files upguard wrote there); without it such a
-  // run_dir is refused (cli/run_staging.h).
+  // run_dir is refused (rundir/run_staging.h).
   bool overwrite = false;
+  // The job this recording is one host of (`--job`): the recorders of one job on several hosts
+  // write their ranks into one run_dir together; "" = this recording alone.
+  std::string job;
   std::vector<std::string> command;
   std::string steps;  // "" = all
   // Fingerprint the steps outside `steps` (every step without it) instead of skipping them
@@ -59,7 +62,7 @@ struct RecordOutcome {
 };
 
 // Records into a staging directory and moves the run into request.run_dir once the command
-// ended having written a trace (cli/run_staging.h). Fails when run_dir holds a run and
+// ended having written a trace (rundir/run_staging.h). Fails when run_dir holds a run and
 // `overwrite` is not set, when the command cannot be started, or when it exited 0 but recorded
 // nothing.
 StatusOr<RecordOutcome> RunRecorded(const RecordRequest& request);

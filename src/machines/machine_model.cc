@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/file.h"
+
 namespace upguard::machines {
 namespace {
 
@@ -150,15 +152,9 @@ Status WriteMachineModel(const MachineModel& model, const std::string& path) {
   doc["fit"] = {{"machines", model.fit_machines},
                 {"points", model.fit_points},
                 {"seconds", model.fit_seconds}};
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) return IoError(path + ": cannot write the model (is the directory there?)");
-    out << doc.dump(1) << "\n";
-    if (!out) return IoError(path + ": writing the model failed");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return IoError(path + ": cannot move the model into place");
+  const Status written = WriteFileAtomically(path, doc.dump(1) + "\n");
+  if (!written.ok()) {
+    return IoError("cannot write the model: " + written.message() + " (is the directory there?)");
   }
   return Status::Ok();
 }

@@ -23,6 +23,7 @@
 #include "recorder/op_observer.h"
 #include "recorder/progress_file.h"
 #include "recorder/run_meta.h"
+#include "recorder/run_place.h"
 #include "recorder/thread_names.h"
 #include "trace/unread_tally.h"
 #include "trace/writer.h"
@@ -51,7 +52,6 @@ class Recorder::Impl {
 
   Status Open() {
     ASSIGN_OR_RETURN(meta_, RecordingMeta(options_));
-    RETURN_IF_ERROR(MakeDirectories(options_.run_dir));
     if (!options_.against.empty()) {
       if (options_.observer == nullptr) {
         return InvalidArgument("recording against " + options_.against +
@@ -61,7 +61,8 @@ class Recorder::Impl {
       meta_["against"] = options_.against;
     }
     started_ = std::chrono::steady_clock::now();
-    trace_path_ = options_.run_dir + "/rank" + std::to_string(options_.rank) + ".ugt";
+    ASSIGN_OR_RETURN(place_, RunPlace::Open(options_));
+    trace_path_ = TracePathIn(place_->dir());
     ASSIGN_OR_RETURN(writer_, TraceWriter::Create(trace_path_, meta_.dump()));
     if (options_.rank == 0) RETURN_IF_ERROR(WriteRunMeta(/*complete=*/false));
     progress_writer_ = ProgressWriter::Open(options_.progress_path);
@@ -101,7 +102,7 @@ class Recorder::Impl {
     run.erase("rank");
     run.erase("pid");
     run["complete"] = complete;
-    return WriteFileAtomically(options_.run_dir + "/meta.json", run.dump(2) + "\n");
+    return WriteFileAtomically(place_->dir() + "/meta.json", run.dump(2) + "\n");
   }
 
   bool StepWanted() const {
@@ -322,8 +323,8 @@ class Recorder::Impl {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
     divergence_ = OnlineReport(d, op, *checker_, options_.rank, seconds);
-    const Status status = WriteFileAtomically(
-        options_.run_dir + "/" + OnlineReportName(options_.rank), divergence_.dump(2) + "\n");
+    const Status status = WriteFileAtomically(place_->dir() + "/" + OnlineReportName(options_.rank),
+                                              divergence_.dump(2) + "\n");
     if (!status.ok()) FailLocked(status);
     return true;
   }
@@ -387,6 +388,11 @@ class Recorder::Impl {
       Status meta_status = WriteRunMeta(/*complete=*/first_error_.ok());
       if (!meta_status.ok() && first_error_.ok()) first_error_ = meta_status;
     }
+    // The run moves into run_dir (incomplete or not: it is marked so) when this is the last
+    // rank of the job.
+    const Status placed = place_->Close();
+    if (!placed.ok() && first_error_.ok()) first_error_ = placed;
+    trace_path_ = TracePathIn(place_->dir());
     return first_error_;
   }
 
@@ -402,6 +408,10 @@ class Recorder::Impl {
                    options_.rank, GroupedThousands(count.ops).c_str(),
                    GroupedThousands(count.tensors).c_str(), UnreadWhy(count).c_str());
     }
+  }
+
+  std::string TracePathIn(const std::string& dir) const {
+    return dir + "/rank" + std::to_string(options_.rank) + ".ugt";
   }
 
   void Fail(const Status& status) {
@@ -423,14 +433,22 @@ class Recorder::Impl {
     std::lock_guard<std::mutex> lock(mu_);
     return writer_ ? writer_->ops_written() + deferred_.size() : ops_total_;
   }
-  const std::string& trace_path() const { return trace_path_; }
+  std::string trace_path() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return trace_path_;
+  }
+  std::string write_dir() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return place_ != nullptr ? place_->dir() : options_.run_dir;
+  }
 
  private:
   const RecorderOptions options_;
   const uint64_t serial_ = next_recorder_serial.fetch_add(1);  // whose ids a ThreadNames holds
   DigestOptions digest_options_;
   nlohmann::json meta_;
-  std::string trace_path_;
+  std::unique_ptr<RunPlace> place_;  // set by Open; its dir() changes at Close (under mu_)
+  std::string trace_path_;           // guarded by mu_ once Open returned
   mutable std::mutex mu_;
   std::unique_ptr<TraceWriter> writer_;  // guarded by mu_
   std::shared_ptr<OpObserver> checker_;  // guarded by mu_; with options_.against
@@ -502,5 +520,6 @@ Status Recorder::Close(bool end_last_step) { return impl_->Close(end_last_step);
 uint64_t Recorder::ops_recorded() const { return impl_->ops_recorded(); }
 std::string Recorder::divergence_json() const { return impl_->divergence_json(); }
 std::string Recorder::trace_path() const { return impl_->trace_path(); }
+std::string Recorder::write_dir() const { return impl_->write_dir(); }
 
 }  // namespace upguard

@@ -299,7 +299,8 @@ TEST(RecorderTest, RecordsCollectivesFromAnotherThreadAndDropsLateOnes) {
   ASSERT_TRUE(recorder->Close().ok());
 
   std::unique_ptr<TraceReader> reader;
-  std::vector<TraceRecord> records = ReadAll(options.run_dir + "/rank1.ugt", &reader);
+  // Rank 1 alone of a world of 2: the run stays staged, waiting for rank 0 (run_place.h).
+  std::vector<TraceRecord> records = ReadAll(recorder->trace_path(), &reader);
   ASSERT_FALSE(reader->damage().has_value()) << reader->damage()->message;
   std::vector<CollectiveRecord> collectives;
   for (const TraceRecord& record : records) {

@@ -4,6 +4,7 @@
 
 #include "base/file.h"
 #include "run/run_meta.h"
+#include "rundir/hidden_runs.h"
 
 namespace upguard {
 namespace {
@@ -189,6 +190,10 @@ StatusOr<Run> LoadRun(const std::string& dir, const LoadOptions& options) {
     if (rank >= 0) rank_files.emplace_back(rank, dir + "/" + name);
   }
   if (rank_files.empty()) {
+    // A recorder killed with its training left its run hidden in DIR/.upguard-record-<pid>.
+    if (const std::string hidden = DescribeHiddenRecordings(dir); !hidden.empty()) {
+      return NotFound(dir + " holds no rank<N>.ugt trace file, but " + hidden);
+    }
     return NotFound(dir + " holds no rank<N>.ugt trace file; is it a run directory? " +
                     kRecordHint);
   }

@@ -71,6 +71,7 @@ constexpr Field kRunMetaFields[] = {
     {"deterministic_algorithms", Kind::kBoolean},
     {"cudnn_deterministic", Kind::kBoolean},
     {"complete", Kind::kBoolean},
+    {"interrupted", Kind::kBoolean},  // upguard recover moved it into place (trace.md §2)
     {"env", Kind::kStringMap},
     WithFields("record_options", Kind::kObject, kRecordOptionsFields),
     WithFields("process_groups", Kind::kObjectArray, kProcessGroupFields),

@@ -10,13 +10,14 @@ usage: record_dir_test.py UPGUARD UGT_TEXT
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
+from cli_checks import Checks, run_upguard, write_trace as write_text_trace
+
 UPGUARD, UGT_TEXT = (os.path.abspath(p) for p in sys.argv[1:3])
-failures = []
-checks = 0
+checks = Checks()
+expect = checks.expect
 
 TRACE = """meta {"rank":0,"world_size":1,"upguard_version":"0.1.0","argv":["/usr/bin/python3","train.py"]}
 op step=0 phase=forward name=aten::mm module=fc site=model.py:10
@@ -32,25 +33,12 @@ end
 META = {"upguard_version": "0.1.0", "world_size": 1, "argv": ["/usr/bin/python3", "train.py"]}
 
 
-def expect(name, condition, detail=""):
-    global checks
-    checks += 1
-    if not condition:
-        failures.append(f"{name}{': ' + detail if detail else ''}")
-
-
 def upguard(args, cwd):
-    result = subprocess.run([UPGUARD] + args, cwd=cwd, capture_output=True, text=True,
-                            timeout=60)
-    return result.returncode, result.stdout + result.stderr
+    return run_upguard(UPGUARD, args, cwd)
 
 
 def write_trace(path, text):
-    src = path + ".txt"
-    with open(src, "w") as f:
-        f.write(text)
-    subprocess.run([UGT_TEXT, "to-binary", src, path], check=True)
-    os.remove(src)
+    write_text_trace(UGT_TEXT, path, text)
 
 
 def write(path, text):
@@ -254,10 +242,7 @@ def main():
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
-    for failure in failures:
-        print("FAIL", failure)
-    print(f"{checks - len(failures)} passed, {len(failures)} failed")
-    return 1 if failures else 0
+    return checks.report()
 
 
 if __name__ == "__main__":
