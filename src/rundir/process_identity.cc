@@ -63,12 +63,6 @@ std::string ProcessIdentity::Describe() const {
   return "pid " + std::to_string(pid) + " on host " + host;
 }
 
-std::string HostName() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "unknown";
-  return name;
-}
-
 ProcessIdentity ThisProcess() {
   ProcessIdentity me;
   me.pid = static_cast<int64_t>(getpid());
@@ -77,7 +71,10 @@ ProcessIdentity ThisProcess() {
   return me;
 }
 
-bool OnThisHost(const ProcessIdentity& process) { return process.host == HostName(); }
+// A host name gethostname() could not give ("") is nobody's: never this host.
+bool OnThisHost(const ProcessIdentity& process) {
+  return !process.host.empty() && process.host == HostName();
+}
 
 bool MayBeAlive(const ProcessIdentity& process) {
   if (!OnThisHost(process)) return true;

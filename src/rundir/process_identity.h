@@ -16,6 +16,8 @@
 #include <optional>
 #include <string>
 
+#include "base/identity.h"  // HostName()
+
 namespace upguard {
 
 struct ProcessIdentity {
@@ -30,8 +32,6 @@ struct ProcessIdentity {
   std::string Describe() const;
 };
 
-// gethostname(), "unknown" when it fails.
-std::string HostName();
 ProcessIdentity ThisProcess();
 // False only when `process` is known not to run: it ran on this host, and its pid is gone or
 // now belongs to a process that started at another time (or the machine rebooted since).
