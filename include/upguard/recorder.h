@@ -16,8 +16,10 @@
 // Ops that mutate their inputs must have the inputs digested before they run: call
 // DigestInputs() at op entry and Record() with the pre-digested inputs at exit.
 //
-// Thread-safe. Failures never propagate into the training: the first error disables the
-// recorder, is printed once to stderr, and is returned by Close().
+// Thread-safe. Failures never propagate into the training: the first error (a write the system
+// refused, the byte budget reached, any other) disables the recorder, is printed once to
+// stderr, and is returned by Close(); the trace then ends with a Stopped record that names the
+// step and the reason (docs/formats/trace.md §5.7).
 #pragma once
 
 #include <cstdint>
@@ -141,6 +143,10 @@ struct RecorderOptions {
   // Where to keep this rank's progress record for `upguard record`'s progress line
   // (docs/formats/record-progress.md); "" = none.
   std::string progress_path;
+  // The run's byte budget for its traces (`record --max-bytes`); 0 = none. Each rank's trace
+  // gets an equal share, max_bytes / world_size, and stays within it: past it the recording
+  // stops as after any failure, the trace ending with its Stopped record.
+  uint64_t max_bytes = 0;
 };
 
 // The pseudo-ops a fingerprint step records, in the order a step records them: the random
@@ -150,6 +156,10 @@ bool IsFingerprintOp(std::string_view op);
 
 // Parses "A:B", "A:", ":B" or "N" (just step N) into a StepRange; errors name the text.
 StatusOr<StepRange> ParseStepRange(std::string_view text);
+
+// Parses a byte count: digits with an optional K, M, G or T (powers of 1024, either case):
+// "500000", "100K", "10M", "1G". Errors name the text and `what` (the option).
+StatusOr<uint64_t> ParseByteSize(std::string_view text, std::string_view what);
 
 // Where Record() put an op: its step and index in that step (what `upguard diff` and
 // `upguard show` print as "step S, #I"). `written` is false when nothing was written (recording

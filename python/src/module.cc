@@ -86,6 +86,7 @@ struct StartOptions {
   // `upguard record`'s progress directory: rank<N>.progress is kept there
   // (docs/formats/record-progress.md); "" = none.
   std::string progress_dir;
+  std::string max_bytes;  // the run's byte budget for its traces ("100M"); "" = none
 };
 
 StatusOr<AdapterOptions> ToAdapterOptions(const StartOptions& start) {
@@ -113,6 +114,9 @@ StatusOr<AdapterOptions> ToAdapterOptions(const StartOptions& start) {
     options.recorder.hash_threads = start.hash_threads;
   }
   options.recorder.engine_meta_json = start.engine_meta_json;
+  if (!start.max_bytes.empty()) {
+    ASSIGN_OR_RETURN(options.recorder.max_bytes, ParseByteSize(start.max_bytes, "max_bytes"));
+  }
   if (!start.progress_dir.empty()) {
     options.recorder.progress_path =
         start.progress_dir + "/rank" + std::to_string(start.rank) + ".progress";
@@ -172,7 +176,8 @@ void BindStartOptions(py::module_& m) {
       .def_readwrite("against", &StartOptions::against)
       .def_readwrite("continue_after_divergence", &StartOptions::continue_after_divergence)
       .def_readwrite("stop_after_steps", &StartOptions::stop_after_steps)
-      .def_readwrite("progress_dir", &StartOptions::progress_dir);
+      .def_readwrite("progress_dir", &StartOptions::progress_dir)
+      .def_readwrite("max_bytes", &StartOptions::max_bytes);
 }
 
 // [(name, Tensor._cdata)] per tensor, the tensors alive meanwhile.
@@ -249,10 +254,12 @@ PYBIND11_MODULE(_C, m) {
   adapter::BindStartOptions(m);
   adapter::DefineWatch(m);
   m.def("start", &adapter::StartFromPython, py::arg("options"));
+  // Never raises: a recording's failure must not reach the training (it was said on stderr as it
+  // happened). Returns "" for a whole trace, else why it is incomplete.
   m.def(
       "stop",
       [](const std::string& final_engine_meta_json, bool died) {
-        adapter::ThrowIfError(adapter::Stop(final_engine_meta_json, died));
+        return adapter::Stop(final_engine_meta_json, died).message();
       },
       py::arg("final_engine_meta_json") = "", py::arg("died") = false);
   m.def("is_recording", &adapter::Active);

@@ -53,7 +53,8 @@ namespace upguard::torch_adapter {
 class Session {
  public:
   static Status Start(const AdapterOptions& options);
-  // `final_engine_meta_json` and `died`: as adapter.h Stop().
+  // `final_engine_meta_json` and `died`: as adapter.h Stop(). Every error it returns has been
+  // said on stderr already (the recorder says its first failure as it happens).
   static Status Stop(const std::string& final_engine_meta_json, bool died);
 
   // The session recording now; null when none is (never started, turned off, stopped, or this

@@ -137,7 +137,10 @@ def _start_recording() -> None:
         resume_from=os.environ.get("UPGUARD_RECORD_RESUME_FROM") or None,
         progress_dir=os.environ.get("UPGUARD_RECORD_PROGRESS") or None,
         hash_threads=int(os.environ.get("UPGUARD_RECORD_HASH_THREADS") or 0),
+        max_bytes=os.environ.get("UPGUARD_RECORD_MAX_BYTES") or None,
     )
+    # Recording.stop never raises (an exception in an atexit callback would print a traceback
+    # after the program's own output, as if the program had failed).
     atexit.register(recording.stop)
 
 
@@ -169,6 +172,9 @@ def install() -> None:
     if "UPGUARD_RECORD_DIR" not in os.environ and "UPGUARD_WATCH_DIR" not in os.environ:
         return
     if "torch" in sys.modules:
-        _start_from_env()
+        try:
+            _start_from_env()
+        except Exception as error:  # never break the program being recorded
+            print(f"upguard: could not start recording: {error}", file=sys.stderr)
     else:
         sys.meta_path.insert(0, _AfterTorchImport())

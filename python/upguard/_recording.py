@@ -15,6 +15,7 @@ if mismatch_message(torch.__version__) is not None:  # before _C, which would fa
 
 from upguard import _C  # noqa: E402
 from upguard import _compiled, _optimizer
+from upguard._contain import contained
 from upguard._meta import backend_flags, engine_meta_json
 from upguard._loss import LossHook
 from upguard._modules import ModuleScopes
@@ -48,7 +49,7 @@ class Recording:
                  capture: Optional[str] = None, against: Optional[str] = None,
                  continue_after_divergence: bool = False, stop_after_steps: bool = False,
                  resume_from: Optional[str] = None, progress_dir: Optional[str] = None,
-                 hash_threads: int = 0) -> None:
+                 hash_threads: int = 0, max_bytes: Union[int, str, None] = None) -> None:
         self.run_dir = os.path.abspath(run_dir)
         # A run_dir that holds a run is refused without it; with it, the earlier run is replaced
         # once this one is complete (the recorder stages it: run_dir/.upguard-record-<pid>).
@@ -69,6 +70,8 @@ class Recording:
         self.resume_from = os.path.abspath(resume_from) if resume_from else ""
         # Where `upguard record` reads this rank's progress for its progress line.
         self.progress_dir = progress_dir or ""
+        # The run's byte budget for its traces (10_000_000 or "10M"); past it recording stops.
+        self.max_bytes = str(max_bytes) if max_bytes else ""
         self.rank = int(os.environ.get("RANK", "0")) if rank is None else rank
         self.world_size = int(os.environ.get("WORLD_SIZE", "1")) if world_size is None else world_size
         self._scopes = ModuleScopes(on_first_call=self._note_flags_at_start,
@@ -118,25 +121,33 @@ class Recording:
         options.continue_after_divergence = self.continue_after_divergence
         options.stop_after_steps = self.stop_after_steps
         options.progress_dir = self.progress_dir
+        options.max_bytes = self.max_bytes
         return options
 
     def stop(self) -> None:
+        """Stops recording and closes the trace. Never raises into the training: a failure of
+        upguard's is said once on stderr, and a trace it cut short ends with a Stopped record
+        that names the step and the reason (docs/formats/trace.md §5.7)."""
         global _active
         if not self._running:
             return
         self._running = False
         _active = None
-        _compiled.remove()
-        self._loss.remove()
-        _optimizer.remove()
-        self._scopes.remove()
+        # One by one: a hook that cannot be removed must not keep the trace from closing.
+        contained("removing upguard's torch.compile hook", _compiled.remove)
+        contained("removing upguard's loss hook", self._loss.remove)
+        contained("removing upguard's optimizer hook", _optimizer.remove)
+        contained("removing upguard's module hooks", self._scopes.remove)
         # Thread counts, backend flags etc. as they are now, for the setup check (reading them
-        # runs no torch op), and the flags as step 0 began. A program ending by an uncaught
-        # exception died inside its step: that step is left without its end.
-        try:
-            _C.stop(engine_meta_json(self._flags_at_start), died=_died_of_exception)
-        finally:
-            REGISTRY.remove()
+        # runs no torch op), and the flags as step 0 began; without them meta.json keeps those of
+        # the start. A program ending by an uncaught exception died inside its step: that step
+        # is left without its end. _C.stop never raises: the recorder said its failure (a full
+        # disk, --max-bytes) when it happened.
+        final_meta = contained("reading the backend flags at the end",
+                               lambda: engine_meta_json(self._flags_at_start))
+        contained("closing the trace",
+                  lambda: _C.stop(final_meta or "", died=_died_of_exception))
+        contained("removing upguard's model registry", REGISTRY.remove)
 
     @property
     def trace_path(self) -> str:
@@ -159,7 +170,7 @@ class Recording:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
-        self.stop()
+        self.stop()  # never raises; an exception of the block's own goes on as it was
 
 
 def record(run_dir: str, **options: object) -> Recording:
@@ -187,7 +198,13 @@ def record(run_dir: str, **options: object) -> Recording:
     :func:`upguard.resume_point`, skipping the steps before it), ``progress_dir=DIR`` (keep
     this rank's progress record in DIR, as ``upguard record`` asks for its progress line),
     ``hash_threads=2`` (digest tensors of 256 KiB or more on that many threads while the
-    training goes on; the trace is the same; off with ``capture`` or ``against``).
+    training goes on; the trace is the same; off with ``capture`` or ``against``),
+    ``max_bytes="10M"`` (the run's traces stay within this many bytes, each rank's within its
+    share; past it the recording stops with one warning and the trace ends there, readable).
+
+    No failure of upguard's reaches the code inside or after the block: a full disk, a file
+    size limit or ``max_bytes`` stops the recording with one warning on stderr, the training
+    goes on, and the trace says it is incomplete and up to which step.
     """
     return Recording(run_dir, **options)  # type: ignore[arg-type]
 

@@ -50,6 +50,7 @@ import numpy as np
 import torch
 
 from upguard import _C
+from upguard._contain import warn
 
 # /1 (before the snapshot was plain) held numpy objects: weights_only=True cannot read it.
 _FORMAT = "upguard.resume/2"
@@ -62,6 +63,8 @@ class _Resume:
     def __init__(self) -> None:
         self.loaded = False
         self.snapshot: Dict[str, Any] = {}
+        # False once saving a snapshot failed: said once, no more are tried.
+        self.saving = True
 
 
 _RESUME = _Resume()
@@ -222,6 +225,23 @@ def _unpickler_said(error: Exception) -> str:
     return (reasons[0] if reasons else lines[-1] if lines else type(error).__name__)[:300]
 
 
+def _save_or_warn(recording: Any, step: int, state: Mapping[str, Any]) -> None:
+    """_save, but a failure (a snapshot directory that cannot be written, a full disk, state
+    upguard cannot save) never reaches the training: one warning, and no more snapshots. A
+    zoomed re-run then starts from an earlier snapshot, or from step 0."""
+    try:
+        _save(recording, step, state)
+    except Exception as error:
+        _RESUME.saving = False
+        path = _snapshot_path(recording, int(_C.current_step()))
+        try:
+            os.remove(path + ".tmp")
+        except OSError:
+            pass  # never written, or not ours to remove
+        warn(f"upguard.resume_point: saving the snapshot of step {step} to {path}", error,
+             ", without more snapshots")
+
+
 def _load(path: str) -> Dict[str, Any]:
     if not os.path.isfile(path):
         raise RuntimeError(f"upguard.resume_point: cannot read the snapshot {path}: no such file")
@@ -284,6 +304,6 @@ def resume_point(step: int, state: Mapping[str, Any], every: int = 50) -> bool:
         return _resume(recording, step, state)
     if recording.resume_from:
         return False  # resumed: a re-run writes no snapshots
-    if every > 0 and step > 0 and step % every == 0:
-        _save(recording, step, state)
+    if every > 0 and step > 0 and step % every == 0 and _RESUME.saving:
+        _save_or_warn(recording, step, state)
     return False

@@ -107,7 +107,9 @@ void NoteEarlyEnds(const Run& a, const Run& b, GlobalOrder* order) {
     std::string note = "rank " + std::to_string(rank) + "'s trace in " + dir + " ends early";
     note += last ? " (last step " + std::to_string(*last) + ", " : " (no step, ";
     note += "the other run's reaches step " + (other ? std::to_string(*other) : "-") + ")";
-    note += shorter.complete() ? "" : ": the process died or was killed while recording";
+    note += shorter.stopped()    ? ": " + StoppedNote(*shorter.stopped())
+            : shorter.complete() ? ""
+                                 : ": the process died or was killed while recording";
     note += "; the diff compared the steps both runs recorded";
     order->notes.push_back(std::move(note));
   }

@@ -118,7 +118,11 @@ Status OutputFile::Write(const void* data, size_t size) {
   if (fd_ < 0) return Internal(path_ + ": write after close");
   const char* bytes = static_cast<const char*>(data);
   if (buffer_.size() + size > kBufferBytes) RETURN_IF_ERROR(Flush());
-  if (size >= kBufferBytes) return WriteAll(bytes, size);
+  if (size >= kBufferBytes) {
+    RETURN_IF_ERROR(WriteAll(bytes, size));
+    NoteWhole();
+    return Status::Ok();
+  }
   buffer_.append(bytes, size);
   bytes_written_ += size;
   return Status::Ok();
@@ -130,8 +134,14 @@ Status OutputFile::WriteAll(const char* data, size_t size) {
     ssize_t n = ::write(fd_, data + done, size - done);
     if (n < 0) {
       if (errno == EINTR) continue;
+      const int error = errno;
+      if (write_errno_ == 0) write_errno_ = error;
+      const char* hint = error == ENOSPC || error == EDQUOT ? " (the disk is full)"
+                         : error == EFBIG ? " (the file reached its size limit: ulimit -f, or "
+                                            "the file system's)"
+                                          : "";
       return IoError(path_ + ": write failed at byte " + std::to_string(bytes_written_) + ": " +
-                     Errno() + " (is the disk full?)");
+                     std::strerror(error) + hint);
     }
     done += static_cast<size_t>(n);
     if (data != buffer_.data()) bytes_written_ += static_cast<uint64_t>(n);
@@ -143,12 +153,37 @@ Status OutputFile::Flush() {
   if (fd_ < 0 || buffer_.empty()) return Status::Ok();
   Status status = WriteAll(buffer_.data(), buffer_.size());
   buffer_.clear();
+  if (status.ok()) NoteWhole();  // the buffer holds whole Write calls only
   return status;
 }
 
 Status OutputFile::Sync() {
   RETURN_IF_ERROR(Flush());
   if (fd_ >= 0 && ::fsync(fd_) != 0) return IoError(path_ + ": fsync failed: " + Errno());
+  return Status::Ok();
+}
+
+void OutputFile::NoteWhole() {
+  if (bytes_written_ == whole_bytes_) return;
+  earlier_whole_bytes_ = whole_bytes_;
+  whole_bytes_ = bytes_written_;
+}
+
+Status OutputFile::CutToLastWhole() { return CutTo(whole_bytes_); }
+
+Status OutputFile::CutToEarlierWhole() {
+  whole_bytes_ = earlier_whole_bytes_;
+  return CutTo(whole_bytes_);
+}
+
+Status OutputFile::CutTo(uint64_t size) {
+  if (fd_ < 0) return Internal(path_ + ": cut after close");
+  buffer_.clear();
+  bytes_written_ = size;
+  const off_t offset = static_cast<off_t>(size);
+  if (::ftruncate(fd_, offset) != 0 || ::lseek(fd_, offset, SEEK_SET) != offset) {
+    return IoError(path_ + ": cannot cut back to byte " + std::to_string(size) + ": " + Errno());
+  }
   return Status::Ok();
 }
 

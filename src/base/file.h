@@ -46,17 +46,32 @@ class OutputFile {
   // Flush, then fsync: the bytes survive a crash of the machine too.
   Status Sync();
   Status Close();
+  // The errno of the first write the system refused; 0 while none was.
+  int write_errno() const { return write_errno_; }
+  // After a refused write: drops what is buffered and cuts the file back to the end of the last
+  // Write call whose bytes the system took in full, so that the file ends where one of the
+  // caller's writes did (a whole record, for a trace) and the disk gets the torn bytes back.
+  // Later writes append from there.
+  Status CutToLastWhole();
+  // The same, one taken write further back: room under a size limit that the last cut left
+  // too small (the file then ends where the write before the last whole one ended).
+  Status CutToEarlierWhole();
   uint64_t bytes_written() const { return bytes_written_; }
   const std::string& path() const { return path_; }
 
  private:
   OutputFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
   Status WriteAll(const char* data, size_t size);
+  void NoteWhole();  // everything written so far was taken in full
+  Status CutTo(uint64_t size);
 
   int fd_ = -1;
   std::string path_;
   std::string buffer_;
   uint64_t bytes_written_ = 0;
+  uint64_t whole_bytes_ = 0;          // the bytes of the Write calls the system took in full
+  uint64_t earlier_whole_bytes_ = 0;  // whole_bytes_ before the last write it took
+  int write_errno_ = 0;
 };
 
 }  // namespace upguard

@@ -79,6 +79,10 @@ options:
                      other hosts' through XDIR, as `upguard watch --exchange` does
   --host-name NAME   with --exchange: this host's summary is XDIR/NAME.json (default: the
                      hostname)
+  --max-bytes N      keep the run's traces within N bytes (a K, M, G or T suffix: powers of
+                     1024; e.g. 10G), each rank's trace within N / world size: past it the
+                     rank stops recording with one warning, the training goes on, and its
+                     trace ends there, readable, marked incomplete
   --no-progress      no progress line: on a terminal, the last row otherwise shows the ranks
                      recording, their step, the steps and ops recorded and the ops per second
                      while the command's output scrolls above it
@@ -86,7 +90,9 @@ options:
 exit code: the command's own (1 after a divergence with --against); 2 if upguard could not
 run it, DIR holds a run (or an interrupted recording) and --overwrite was not given, another
 recording writes into DIR, or the command exited 0 having recorded nothing; 4 if --against
-REF's recorded command may not run (see --trust-run).
+REF's recorded command may not run (see --trust-run). A recording that stopped early (a full
+disk, a file size limit, --max-bytes) never fails the command: the exit code stays the
+command's, and the last line says which rank stopped recording at which step, and why.
 
 example:
   upguard record -o runs/a -- /usr/bin/python3 train.py --lr 3e-4
@@ -110,6 +116,7 @@ StatusOr<int> RunRecordCommand(int argc, char** argv) {
                          {"watch", 0, false},
                          {"exchange", 0, true},
                          {"host-name", 0, true},
+                         {"max-bytes", 0, true},
                          {"no-progress", 0, false}});
   RETURN_IF_ERROR(flags.Parse(argc, argv, 2));
   if (!flags.Has("out")) return InvalidArgument("missing -o DIR (the run directory to write)");
@@ -152,6 +159,10 @@ StatusOr<int> RunRecordCommand(int argc, char** argv) {
                            std::to_string(hash_threads));
   }
   request.hash_threads = static_cast<int>(hash_threads);
+  if (flags.Has("max-bytes")) {
+    ASSIGN_OR_RETURN(request.max_bytes, ParseByteSize(flags.Get("max-bytes"), "--max-bytes"));
+    if (request.max_bytes == 0) return InvalidArgument("--max-bytes must be more than 0");
+  }
   request.watch = flags.Has("watch");
   request.progress = !flags.Has("no-progress");
   if ((flags.Has("exchange") && !request.watch) ||

@@ -35,16 +35,13 @@ bool IsProgressName(const std::string& name) {
 RecordProgress::RecordProgress(std::string dir, std::unique_ptr<BottomRow> row)
     : dir_(std::move(dir)), row_(std::move(row)), started_(std::chrono::steady_clock::now()) {}
 
-std::unique_ptr<RecordProgress> RecordProgress::Begin() {
+std::unique_ptr<RecordProgress> RecordProgress::Begin(bool draw) {
   const char* tmp = std::getenv("TMPDIR");
   std::string pattern =
       std::string(tmp != nullptr && tmp[0] != '\0' ? tmp : "/tmp") + "/upguard-progress-XXXXXX";
-  if (isatty(STDERR_FILENO) != 1 || mkdtemp(pattern.data()) == nullptr) return nullptr;
-  std::unique_ptr<BottomRow> row = BottomRow::Reserve();
-  if (row == nullptr) {
-    rmdir(pattern.c_str());
-    return nullptr;
-  }
+  if (mkdtemp(pattern.data()) == nullptr) return nullptr;
+  std::unique_ptr<BottomRow> row =
+      draw && isatty(STDERR_FILENO) == 1 ? BottomRow::Reserve() : nullptr;
   return std::unique_ptr<RecordProgress>(new RecordProgress(pattern, std::move(row)));
 }
 
@@ -83,6 +80,9 @@ std::string RecordProgress::Line(const std::vector<RankProgress>& ranks, double 
   line += low == high ? ", step " + std::to_string(high)
                       : ", steps " + std::to_string(low) + ".." + std::to_string(high);
   line += ", " + GroupedThousands(recorded) + (recorded == 1 ? " step" : " steps") + " recorded";
+  const size_t stopped = static_cast<size_t>(std::count_if(
+      ranks.begin(), ranks.end(), [](const RankProgress& rank) { return rank.stopped; }));
+  if (stopped > 0) line += " (recording stopped on " + std::to_string(stopped) + ")";
   if (fingerprinted > 0) line += ", " + GroupedThousands(fingerprinted) + " fingerprinted";
   line += ", " + GroupedThousands(ops) + " ops";
   if (ops_per_second >= 0) {
@@ -91,7 +91,7 @@ std::string RecordProgress::Line(const std::vector<RankProgress>& ranks, double 
   return line + ", " + HumanBytes(bytes);
 }
 
-void RecordProgress::Poll() {
+const std::vector<RankProgress>& RecordProgress::Read() {
   StatusOr<std::vector<std::string>> names = ListDirectory(dir_);
   if (names.ok()) {
     for (const std::string& name : *names) {
@@ -109,6 +109,12 @@ void RecordProgress::Poll() {
       }
     }
   }
+  return ranks_;
+}
+
+void RecordProgress::Poll() {
+  if (row_ == nullptr) return;  // nothing to draw: the records are read at the end
+  Read();
   const auto now = std::chrono::steady_clock::now();
   uint64_t ops = 0;
   for (const RankProgress& rank : ranks_) ops += rank.ops;
@@ -128,6 +134,24 @@ void RecordProgress::Poll() {
   if (line == drawn_) return;  // a terminal that is not redrawn for nothing
   row_->Draw(line);
   drawn_ = std::move(line);
+}
+
+std::string StoppedRanksNote(const std::vector<RankProgress>& ranks) {
+  std::vector<std::string> stops;
+  for (const RankProgress& rank : ranks) {
+    if (!rank.stopped) continue;
+    stops.push_back("rank " + std::to_string(rank.rank) + " stopped recording at step " +
+                    std::to_string(rank.step) + " (" +
+                    std::string(StopReasonPhrase(rank.stop_reason)) + ")");
+  }
+  if (stops.empty()) return "";
+  std::string note = "incomplete: ";
+  constexpr size_t kNamed = 4;  // a job of many ranks on one full disk: the first few
+  for (size_t stop_idx = 0; stop_idx < stops.size() && stop_idx < kNamed; ++stop_idx) {
+    note += (stop_idx > 0 ? ", " : "") + stops[stop_idx];
+  }
+  if (stops.size() > kNamed) note += " and " + std::to_string(stops.size() - kNamed) + " more";
+  return note + (stops.size() == 1 ? ": its trace ends there" : ": each trace ends there");
 }
 
 }  // namespace upguard

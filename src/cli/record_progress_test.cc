@@ -30,6 +30,23 @@ TEST(RecordProgressTest, LineNamesRanksStepsOpsAndRate) {
             "fingerprinted, 1,234,567 ops (52,310 ops/s), 6.0 MiB");
 }
 
+TEST(RecordProgressTest, SaysWhichRanksStoppedRecordingWhereAndWhy) {
+  std::vector<RankProgress> ranks = {Rank(0, 40, 100), Rank(1, 40, 100)};
+  EXPECT_EQ(StoppedRanksNote(ranks), "");
+  ranks[1].stopped = true;
+  ranks[1].step = 37;
+  ranks[1].stop_reason = StopReason::kDiskFull;
+  EXPECT_EQ(StoppedRanksNote(ranks),
+            "incomplete: rank 1 stopped recording at step 37 (disk full): its trace ends there");
+  EXPECT_NE(RecordProgress::Line(ranks, -1, 1).find("recorded (recording stopped on 1)"),
+            std::string::npos);
+  ranks[0].stopped = true;
+  ranks[0].stop_reason = StopReason::kMaxBytes;
+  EXPECT_EQ(StoppedRanksNote(ranks),
+            "incomplete: rank 0 stopped recording at step 40 (--max-bytes reached), rank 1 "
+            "stopped recording at step 37 (disk full): each trace ends there");
+}
+
 TEST(RecordProgressTest, BottomRowKeepsTheLastRowAndGivesItBack) {
   // A new line, the region above the last row (cursor saved around it), back up one line.
   EXPECT_EQ(BottomRow::ReserveBytes(24), "\n\0337\033[1;23r\0338\033[1A");

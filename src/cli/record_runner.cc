@@ -47,6 +47,8 @@ void SetChildEnvironment(const RecordRequest& request, const std::string& abs_di
   setenv("UPGUARD_RECORD_STOP_AFTER_STEPS", request.stop_after_steps ? "1" : "0", 1);
   setenv("UPGUARD_RECORD_RESUME_FROM", request.resume_from.c_str(), 1);
   setenv("UPGUARD_RECORD_PROGRESS", progress_dir.c_str(), 1);
+  setenv("UPGUARD_RECORD_MAX_BYTES",
+         request.max_bytes == 0 ? "" : std::to_string(request.max_bytes).c_str(), 1);
   if (request.watch) {
     setenv("UPGUARD_WATCH_DIR", abs_dir.c_str(), 1);
   } else {
@@ -76,7 +78,9 @@ StatusOr<RecordOutcome> RunRecorded(const RecordRequest& request) {
     child_argv.push_back(const_cast<char*>(arg.c_str()));
   child_argv.push_back(nullptr);
 
-  std::unique_ptr<RecordProgress> progress = request.progress ? RecordProgress::Begin() : nullptr;
+  // The ranks' progress records: for the progress line, and at the end for the ranks whose
+  // recording stopped early (a full disk, --max-bytes).
+  std::unique_ptr<RecordProgress> progress = RecordProgress::Begin(request.progress);
   const std::string progress_dir = progress ? progress->dir() : "";
   std::function<void()> each_poll;
   if (progress) each_poll = [&progress] { progress->Poll(); };
@@ -126,7 +130,7 @@ StatusOr<RecordOutcome> RunRecorded(const RecordRequest& request) {
   } else {
     wait_status = WaitForCommand(pid, each_poll);
   }
-  progress.reset();  // the terminal's row given back before anything more is said
+  if (progress) progress->EndDrawing();  // the terminal's row given back before more is said
   if (exec_failed) {
     return InvalidArgument("cannot run '" + request.command[0] + "': " + strerror(exec_error) +
                            "; give the interpreter and script, e.g. -- /usr/bin/python3 train.py");
@@ -168,8 +172,10 @@ StatusOr<RecordOutcome> RunRecorded(const RecordRequest& request) {
     return outcome;
   }
   outcome.recorded = true;
+  const std::string stopped = progress ? StoppedRanksNote(progress->Read()) : "";
   outcome.summary =
       "upguard record: wrote " + request.run_dir + ":" + files +
+      (stopped.empty() ? "" : ", " + stopped) +
       (outcome.exit_code == 0 ? ""
                               : "; the command exited with " + std::to_string(outcome.exit_code)) +
       "\n";

@@ -1,6 +1,7 @@
 // Runs a command with recording armed and waits for it (shared by `record` and `demo`).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,9 +26,10 @@ struct RecordRequest {
   int max_depth = -1;
   std::string ops;  // comma-separated globs
   bool stats = true;
-  int hash_threads = 0;  // the recorder's hash pool (RecorderOptions::hash_threads); 0 = none
-  std::string capture;   // a capture selector (docs/cli.md); "" = none
-  std::string against;   // a reference run directory for online comparison; "" = none
+  int hash_threads = 0;    // the recorder's hash pool (RecorderOptions::hash_threads); 0 = none
+  uint64_t max_bytes = 0;  // the traces' byte budget (RecorderOptions::max_bytes); 0 = none
+  std::string capture;     // a capture selector (docs/cli.md); "" = none
+  std::string against;     // a reference run directory for online comparison; "" = none
   bool continue_after_divergence = false;
   // End the command after the last step of `steps` (diff --zoom's re-runs), and start it from
   // the resume point snapshot at this path ("" = from the start; without `.rank<N>.pt`,

@@ -1,3 +1,4 @@
+#include <cctype>
 #include <charconv>
 #include <string>
 
@@ -37,6 +38,27 @@ StatusOr<StepRange> ParseStepRange(std::string_view text) {
     return InvalidArgument(hint + " (the range is empty)");
   }
   return range;
+}
+
+StatusOr<uint64_t> ParseByteSize(std::string_view text, std::string_view what) {
+  const std::string hint = std::string(what) + " '" + std::string(text) +
+                           "': expected a byte count, digits with an optional K, M, G or T "
+                           "(powers of 1024), e.g. 500000, 100K, 10M, 1G";
+  int shift = 0;  // K, M, G, T: 10, 20, 30, 40
+  std::string_view digits = text;
+  constexpr std::string_view kSuffixes = "KMGT";
+  const size_t suffix = digits.empty() ? std::string_view::npos
+                                       : kSuffixes.find(static_cast<char>(std::toupper(
+                                             static_cast<unsigned char>(digits.back()))));
+  if (suffix != std::string_view::npos) {
+    shift = 10 * static_cast<int>(suffix + 1);
+    digits.remove_suffix(1);
+  }
+  int64_t count = 0;
+  if (!ParseInt(digits, &count)) return InvalidArgument(hint);
+  const uint64_t value = static_cast<uint64_t>(count);
+  if (shift > 0 && value > (UINT64_MAX >> shift)) return InvalidArgument(hint + " (too large)");
+  return value << shift;
 }
 
 }  // namespace upguard

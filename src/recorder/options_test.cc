@@ -36,6 +36,20 @@ TEST(StepRangeTest, RejectsBadTextAndNamesIt) {
   }
 }
 
+TEST(ByteSizeTest, ParsesDigitsAndBinarySuffixes) {
+  EXPECT_EQ(*ParseByteSize("500000", "--max-bytes"), 500000u);
+  EXPECT_EQ(*ParseByteSize("100K", "--max-bytes"), 100u << 10);
+  EXPECT_EQ(*ParseByteSize("10m", "--max-bytes"), 10u << 20);
+  EXPECT_EQ(*ParseByteSize("1G", "--max-bytes"), uint64_t{1} << 30);
+  EXPECT_EQ(*ParseByteSize("2T", "--max-bytes"), uint64_t{2} << 40);
+  for (const char* bad : {"", "K", "10MB", "-1", "1.5G", " 1", "99999999999999T"}) {
+    const Status status = ParseByteSize(bad, "--max-bytes").status();
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(status.message().rfind("--max-bytes '" + std::string(bad) + "'", 0), 0u)
+        << status.message();
+  }
+}
+
 TEST(GlobTest, MatchesStarAndQuestionMark) {
   EXPECT_TRUE(GlobMatch("aten::*", "aten::gelu"));
   EXPECT_TRUE(GlobMatch("*gelu*", "aten::gelu_backward"));

@@ -12,6 +12,7 @@ namespace {
 constexpr char kMagic[8] = {'U', 'G', 'P', 'R', 'O', 'G', '\0', '\0'};
 constexpr uint32_t kVersion = 1;
 constexpr uint32_t kClosed = 1;
+constexpr uint32_t kStopped = 2;  // bits 8..15: the StopReason
 
 template <typename T>
 void Put(std::string& out, size_t offset, T value) {
@@ -50,7 +51,9 @@ std::string EncodeProgress(const RankProgress& progress) {
   Put<uint64_t>(out, 32, progress.steps_fingerprinted);
   Put<uint64_t>(out, 40, progress.ops);
   Put<uint64_t>(out, 48, progress.trace_bytes);
-  Put<uint32_t>(out, 56, progress.closed ? kClosed : 0);
+  const uint32_t flags = (progress.closed ? kClosed : 0) |
+                         (progress.stopped ? kStopped | uint32_t(progress.stop_reason) << 8 : 0);
+  Put<uint32_t>(out, 56, flags);
   Put<uint32_t>(out, 60, Fnv1a(out, 60));
   return out;
 }
@@ -67,7 +70,12 @@ StatusOr<RankProgress> DecodeProgress(const std::string& bytes) {
   progress.steps_fingerprinted = Get<uint64_t>(bytes, 32);
   progress.ops = Get<uint64_t>(bytes, 40);
   progress.trace_bytes = Get<uint64_t>(bytes, 48);
-  progress.closed = (Get<uint32_t>(bytes, 56) & kClosed) != 0;
+  const uint32_t flags = Get<uint32_t>(bytes, 56);
+  progress.closed = (flags & kClosed) != 0;
+  progress.stopped = (flags & kStopped) != 0;
+  const uint32_t reason = (flags >> 8) & 0xff;
+  progress.stop_reason = reason <= uint32_t(StopReason::kMaxBytes) ? static_cast<StopReason>(reason)
+                                                                   : StopReason::kError;
   return progress;
 }
 

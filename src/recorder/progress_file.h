@@ -9,18 +9,23 @@
 #include <cstdint>
 #include <string>
 
+#include "trace/records.h"
 #include "upguard/status.h"
 
 namespace upguard {
 
 struct RankProgress {
   int32_t rank = 0;
-  int64_t step = 0;  // the step now running
+  int64_t step = 0;  // the step now running; once `stopped`, the step the recording stopped at
   uint64_t steps_recorded = 0;
   uint64_t steps_fingerprinted = 0;
   uint64_t ops = 0;
   uint64_t trace_bytes = 0;
   bool closed = false;  // the rank's trace is closed
+  // The recording stopped early (the training went on), for `stop_reason`: its trace holds the
+  // steps before `step` and ends with a Stopped record (trace.md §5.7).
+  bool stopped = false;
+  StopReason stop_reason = StopReason::kError;
 };
 
 inline constexpr size_t kProgressRecordSize = 64;

@@ -40,6 +40,23 @@ TEST(ProgressFileTest, RoundTripsEveryField) {
   EXPECT_TRUE(back->closed);
 }
 
+TEST(ProgressFileTest, RoundTripsAStopAndItsReason) {
+  RankProgress progress;
+  progress.step = 37;
+  progress.stopped = true;
+  progress.stop_reason = StopReason::kDiskFull;
+  const std::string bytes = EncodeProgress(progress);
+  EXPECT_EQ(bytes[56], 2);  // flags bit 1
+  EXPECT_EQ(bytes[57], 1);  // bits 8..15: the reason
+  auto back = DecodeProgress(bytes);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_TRUE(back->stopped);
+  EXPECT_FALSE(back->closed);
+  EXPECT_EQ(back->stop_reason, StopReason::kDiskFull);
+  EXPECT_EQ(back->step, 37);
+  EXPECT_FALSE(DecodeProgress(EncodeProgress(RankProgress{}))->stopped);
+}
+
 TEST(ProgressFileTest, RefusesATornRecord) {
   RankProgress progress;
   progress.ops = 10;

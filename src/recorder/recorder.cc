@@ -63,7 +63,13 @@ class Recorder::Impl {
     started_ = std::chrono::steady_clock::now();
     ASSIGN_OR_RETURN(place_, RunPlace::Open(options_));
     trace_path_ = TracePathIn(place_->dir());
-    ASSIGN_OR_RETURN(writer_, TraceWriter::Create(trace_path_, meta_.dump()));
+    const uint64_t share = options_.max_bytes / static_cast<uint64_t>(options_.world_size);
+    if (options_.max_bytes > 0 && share == 0) {
+      return InvalidArgument("recorder: a byte budget of " + std::to_string(options_.max_bytes) +
+                             " bytes shared by " + std::to_string(options_.world_size) +
+                             " ranks leaves none to each (record --max-bytes)");
+    }
+    ASSIGN_OR_RETURN(writer_, TraceWriter::Create(trace_path_, meta_.dump(), share));
     if (options_.rank == 0) RETURN_IF_ERROR(WriteRunMeta(/*complete=*/false));
     progress_writer_ = ProgressWriter::Open(options_.progress_path);
     progress_.rank = options_.rank;
@@ -73,7 +79,8 @@ class Recorder::Impl {
 
   // Requires mu_ (or no other thread yet): the progress record as recording stands now.
   void WriteProgressLocked() {
-    progress_.step = step_.load();
+    // Once stopped, the step it stopped at (record-progress.md): what `upguard record` reports.
+    progress_.step = stopped_ ? stopped_->step : step_.load();
     if (writer_) {
       progress_.ops = writer_->ops_written();
       progress_.trace_bytes = writer_->bytes_written();
@@ -376,7 +383,7 @@ class Recorder::Impl {
     if (!writer_) return first_error_;
     if (end_last_step && ops_in_step_ > 0) EndStepLocked();
     if (enabled_.load()) WriteDeferredLocked(/*all=*/true);  // a step that gets no StepEnd
-    Status status = writer_->Close();
+    Status status = writer_->Close(stopped_ ? &*stopped_ : nullptr);
     if (!status.ok()) FailLocked(status);
     ops_total_ = writer_->ops_written();
     SayUnread(writer_->UnreadTotal());
@@ -386,7 +393,11 @@ class Recorder::Impl {
     enabled_.store(false);
     if (options_.rank == 0) {
       Status meta_status = WriteRunMeta(/*complete=*/first_error_.ok());
-      if (!meta_status.ok() && first_error_.ok()) first_error_ = meta_status;
+      if (!meta_status.ok() && first_error_.ok()) {
+        first_error_ = meta_status;
+        std::fprintf(stderr, "upguard: the trace is closed, but meta.json was not updated: %s\n",
+                     meta_status.message().c_str());
+      }
     }
     // The run moves into run_dir (incomplete or not: it is marked so) when this is the last
     // rank of the job.
@@ -419,12 +430,23 @@ class Recorder::Impl {
     FailLocked(status);
   }
 
+  // The first failure ends the recording (the training goes on): said once, and kept for the
+  // Stopped record that ends the trace (trace.md §5.7) and for the progress record.
   void FailLocked(const Status& status) {
     if (!first_error_.ok()) return;
     first_error_ = status;
     enabled_.store(false);
-    std::fprintf(stderr, "upguard: recording stopped, training continues: %s\n",
-                 status.message().c_str());
+    StoppedRecord& stopped = stopped_.emplace();
+    stopped.step = static_cast<uint32_t>(step_.load());
+    stopped.reason = writer_ ? writer_->failure_reason() : StopReason::kError;
+    stopped.message = status.message().substr(0, kMaxStopMessageBytes);
+    progress_.stop_reason = stopped.reason;
+    progress_.stopped = true;
+    WriteProgressLocked();
+    std::fprintf(stderr,
+                 "upguard: recording stopped, training continues: %s; the trace is incomplete: "
+                 "it ends in step %u\n",
+                 status.message().c_str(), stopped.step);
   }
 
   int64_t step() const { return step_.load(); }
@@ -463,6 +485,7 @@ class Recorder::Impl {
   uint64_t ops_total_ = 0;                     // guarded by mu_
   uint64_t collectives_dropped_ = 0;           // guarded by mu_: events after their step ended
   Status first_error_;                         // guarded by mu_
+  std::optional<StoppedRecord> stopped_;       // guarded by mu_: set with first_error_
   ProgressWriter progress_writer_;             // options_.progress_path's; guarded by mu_
   RankProgress progress_;                      // guarded by mu_
   std::unique_ptr<HashPool> pool_;             // with options_.hash_threads

@@ -9,6 +9,7 @@
 
 #include "base/file.h"
 #include "base/identity.h"
+#include "recorder/progress_file.h"
 #include "trace/reader.h"
 
 namespace upguard {
@@ -323,6 +324,55 @@ TEST(RecorderTest, RecordsCollectivesFromAnotherThreadAndDropsLateOnes) {
   EXPECT_EQ(collectives[1].op_seq, 3u);
   EXPECT_FALSE(collectives[1].info->completed);
   EXPECT_TRUE(collectives[1].info->outputs.empty());
+}
+
+// Past its share of max_bytes a rank stops recording (the engine goes on): its trace ends with
+// a Stopped record within the share, Close says why, and so do meta.json and the progress record.
+TEST(RecorderTest, StopsAtItsShareOfTheByteBudget) {
+  RecorderOptions options;
+  options.run_dir = FreshDir("budget");
+  options.world_size = 2;  // rank 0's share: half the budget
+  options.max_bytes = 16384;
+  options.progress_path = options.run_dir + ".progress";
+  auto recorder = Recorder::Open(options);
+  ASSERT_TRUE(recorder.ok()) << recorder.status().message();
+  float x[16] = {};
+  int64_t sizes[] = {16}, strides[] = {1};
+  int64_t stopped_at = -1;
+  for (int step = 0; step < 200 && stopped_at < 0; ++step) {
+    for (int op_idx = 0; op_idx < 10; ++op_idx) {
+      x[0] = static_cast<float>(step * 10 + op_idx);
+      OpEvent op;
+      op.op = "engine::fill";
+      op.outputs = {Arg::Tensor("out", {DType::kFloat32, sizes, strides, 1, x})};
+      (*recorder)->Record(op);
+    }
+    if (!(*recorder)->enabled()) stopped_at = (*recorder)->step();
+    (*recorder)->MarkStep();  // the engine goes on
+  }
+  ASSERT_GT(stopped_at, 0);
+  const Status closed = (*recorder)->Close();
+  EXPECT_EQ(closed.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(closed.message().find("reached its byte budget of 8.0 KiB"), std::string::npos)
+      << closed.message();
+  const std::string trace = options.run_dir + "/rank0.ugt";
+  EXPECT_LE(std::filesystem::file_size(trace), 8192u);
+
+  std::unique_ptr<TraceReader> reader;
+  ReadAll(trace, &reader);
+  EXPECT_FALSE(reader->damage());
+  ASSERT_TRUE(reader->stopped());
+  EXPECT_EQ(reader->stopped()->step, static_cast<uint32_t>(stopped_at));
+  EXPECT_EQ(reader->stopped()->reason, StopReason::kMaxBytes);
+  auto meta = ReadFileToString(options.run_dir + "/meta.json");
+  ASSERT_TRUE(meta.ok());
+  EXPECT_FALSE(nlohmann::json::parse(*meta)["complete"].get<bool>());
+  auto progress = ReadProgress(options.progress_path);
+  ASSERT_TRUE(progress.ok()) << progress.status().message();
+  EXPECT_TRUE(progress->closed);
+  EXPECT_TRUE(progress->stopped);
+  EXPECT_EQ(progress->stop_reason, StopReason::kMaxBytes);
+  EXPECT_EQ(progress->step, stopped_at);  // not the step the engine went on to
 }
 
 TEST(RecorderTest, BadOptionsAreClearErrors) {

@@ -64,6 +64,13 @@ bool Shown(const StepInfo& step, const ShowOptions& options) {
   return !options.step || *options.step == step.step;
 }
 
+// A Stopped record (trace.md §5.7) as the JSON report gives it.
+nlohmann::json StoppedJson(const StoppedRecord& stopped) {
+  return nlohmann::json{{"step", stopped.step},
+                        {"reason", std::string(StopReasonToken(stopped.reason))},
+                        {"message", stopped.message}};
+}
+
 const RankTrace* PickRank(const Run& run, int rank) {
   if (rank < 0 || static_cast<size_t>(rank) >= run.ranks.size()) return nullptr;
   return &run.ranks[rank];
@@ -79,7 +86,11 @@ StatusOr<std::string> RenderShowText(const Run& run, const ShowOptions& options)
   for (const StepInfo& step : trace->steps()) total_ops += step.op_count;
   out << "run " << run.dir << "  rank " << trace->rank << "  torch "
       << trace->meta.value("torch_version", "?") << "  " << trace->steps().size() << " step(s), "
-      << total_ops << " op(s)" << (trace->complete() ? "" : "  [trace ends early]") << "\n";
+      << total_ops << " op(s)"
+      << (trace->stopped()    ? "  [" + StoppedNote(*trace->stopped()) + "]"
+          : trace->complete() ? ""
+                              : "  [trace ends early]")
+      << "\n";
   bool any = false;
   for (size_t step_idx = 0; step_idx < trace->steps().size(); ++step_idx) {
     if (!Shown(trace->steps()[step_idx], options)) continue;
@@ -171,12 +182,14 @@ StatusOr<nlohmann::json> ShowToJson(const Run& run, const ShowOptions& options) 
                        {"ops", ops}});
     }
   }
-  return json{{"schema", "upguard.show/1"},
+  json out = {{"schema", "upguard.show/1"},
               {"run", run.dir},
               {"rank", options.rank},
               {"complete", trace != nullptr && trace->complete()},
               {"meta", trace != nullptr ? trace->meta : json(nullptr)},
               {"steps", steps}};
+  if (trace != nullptr && trace->stopped()) out["stopped"] = StoppedJson(*trace->stopped());
+  return out;
 }
 
 }  // namespace upguard

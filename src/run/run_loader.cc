@@ -130,7 +130,7 @@ StatusOr<RankTrace> LoadDecoded(const std::string& path, bool allow_damaged) {
     }
   }
   trace.store = StepStore::FromDecoded(std::move(steps), reader->strings(), reader->complete(),
-                                       reader->damage(), allow_damaged);
+                                       reader->stopped(), reader->damage(), allow_damaged);
   return trace;
 }
 
@@ -165,6 +165,9 @@ StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptions& op
 void NoteIncomplete(const RankTrace& trace, const char* done, std::vector<std::string>* notes) {
   if (trace.damage()) {
     notes->push_back(trace.damage()->message + "; " + done + " only the readable part");
+  } else if (trace.stopped()) {
+    notes->push_back(trace.path + ": " + StoppedNote(*trace.stopped()) + "; " + done +
+                     " the steps it holds");
   } else if (!trace.complete()) {
     notes->push_back(trace.path +
                      " ends without its end record (the process stopped before closing the "

@@ -49,6 +49,8 @@ struct RankTrace {
   Status IndexAll() const { return store->IndexAll(); }
   // Once indexed to the end: whether the End record was read, and the damage met.
   bool complete() const { return store->complete(); }
+  // The Stopped record the trace ends with: its recording stopped early (trace.md §5.7).
+  const std::optional<StoppedRecord>& stopped() const { return store->stopped(); }
   const std::optional<TraceDamage>& damage() const { return store->damage(); }
   // The ops of steps()[step_idx], decoded on first use; valid while the pointer is held. A
   // step whose ops turn out damaged cuts the trace (see StepStore): then steps(), complete()

@@ -9,7 +9,9 @@ Status DamageError(const TraceDamage& damage) {
 }
 
 std::shared_ptr<StepStore> StepStore::FromDecoded(std::vector<StepOps> steps, StringTable strings,
-                                                  bool complete, std::optional<TraceDamage> damage,
+                                                  bool complete,
+                                                  std::optional<StoppedRecord> stopped,
+                                                  std::optional<TraceDamage> damage,
                                                   bool allow_damaged) {
   auto store = std::make_shared<StepStore>();
   store->allow_damaged_ = allow_damaged;
@@ -19,6 +21,7 @@ std::shared_ptr<StepStore> StepStore::FromDecoded(std::vector<StepOps> steps, St
   }
   store->strings_ = std::move(strings);
   store->complete_ = complete;
+  store->stopped_ = std::move(stopped);
   store->damage_ = std::move(damage);
   return store;
 }

@@ -50,7 +50,8 @@ struct StepInfo {
 class StepStore {
  public:
   static std::shared_ptr<StepStore> FromDecoded(std::vector<StepOps> steps, StringTable strings,
-                                                bool complete, std::optional<TraceDamage> damage,
+                                                bool complete, std::optional<StoppedRecord> stopped,
+                                                std::optional<TraceDamage> damage,
                                                 bool allow_damaged);
   static std::shared_ptr<StepStore> FromIndex(std::unique_ptr<TraceIndex> index,
                                               bool allow_damaged);
@@ -69,6 +70,10 @@ class StepStore {
   const StringTable& strings() const { return index_ ? index_->strings() : strings_; }
   // Meaningful once IndexAll() returned.
   bool complete() const { return index_ ? index_->complete() : complete_; }
+  // The Stopped record the trace ends with (trace.md §5.7), if it does.
+  const std::optional<StoppedRecord>& stopped() const {
+    return index_ ? index_->stopped() : stopped_;
+  }
   const std::optional<TraceDamage>& damage() const { return index_ ? index_->damage() : damage_; }
   // The mapped trace the lazy store decodes from; null when every step was decoded at load.
   const TraceIndex* index() const { return index_.get(); }
@@ -95,6 +100,7 @@ class StepStore {
   std::vector<std::shared_ptr<StepOps>> decoded_;
   StringTable strings_;
   bool complete_ = false;
+  std::optional<StoppedRecord> stopped_;
   std::optional<TraceDamage> damage_;
   // Or indexed:
   std::unique_ptr<TraceIndex> index_;

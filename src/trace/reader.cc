@@ -55,6 +55,7 @@ class TraceReader::Impl {
   SharedStats shared_stats_;  // the step scope of §5.3.1
   CollectivePlacement placement_;
   bool complete_ = false;
+  std::optional<StoppedRecord> stopped_;
   bool done_ = false;
   std::optional<TraceDamage> damage_;
   uint64_t offset_ = 0;  // of the next frame
@@ -107,6 +108,13 @@ bool TraceReader::Impl::Consume(uint8_t type, std::string_view payload) {
         return false;
       }
       complete_ = true;
+      return true;
+    case RecordType::kStopped:
+      if (!DecodeStopped(payload, &stopped_.emplace(), &error)) {
+        stopped_.reset();
+        Damage(error);
+        return false;
+      }
       return true;
     default:
       return true;  // an unknown type with a valid frame: skipped (trace.md §5)
@@ -161,9 +169,9 @@ StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string& path
 StatusOr<bool> TraceReader::Next(TraceRecord* record) {
   Impl& impl = *impl_;
   while (!impl.done_) {
-    if (impl.complete_) {  // the End record must be last
+    if (impl.complete_ || impl.stopped_) {  // the End (or Stopped) record must be last
       if (std::fgetc(impl.file_.get()) != EOF) {
-        impl.Damage(DataAfterEnd());
+        impl.Damage(DataAfterEnd(impl.stopped_ ? "Stopped" : "End"));
       }
       impl.done_ = true;
       break;
@@ -230,6 +238,7 @@ uint16_t TraceReader::version() const { return impl_->version_; }
 const std::string& TraceReader::meta_json() const { return impl_->meta_json_; }
 const StringTable& TraceReader::strings() const { return impl_->strings_; }
 bool TraceReader::complete() const { return impl_->complete_; }
+const std::optional<StoppedRecord>& TraceReader::stopped() const { return impl_->stopped_; }
 const std::optional<TraceDamage>& TraceReader::damage() const { return impl_->damage_; }
 uint64_t TraceReader::file_size() const { return impl_->file_size_; }
 

@@ -34,6 +34,7 @@ enum class RecordType : uint8_t {
   kStepEnd = 4,
   kEnd = 5,         // clean end of the trace; absent when the process died
   kCollective = 6,  // completes the Op record of a collective (trace.md §5.6)
+  kStopped = 7,     // in place of End: the recording stopped early (trace.md §5.7)
 };
 
 struct TraceRecord {
@@ -65,6 +66,8 @@ class TraceReader {
   const StringTable& strings() const;
   // True once the End record was read: the writer closed the file cleanly.
   bool complete() const;
+  // Set once the Stopped record was read (trace.md §5.7): the recording stopped early.
+  const std::optional<StoppedRecord>& stopped() const;
   // Set once a damaged or truncated record stopped the stream.
   const std::optional<TraceDamage>& damage() const;
   uint64_t file_size() const;

@@ -50,6 +50,8 @@ Status EncodeCollective(uint64_t op_seq, const CollectiveInfo& info, const Strin
 void EncodeString(StringId id, std::string_view text, std::string* out);
 void EncodeStepEnd(const StepEndRecord& step_end, std::string* out);
 void EncodeEnd(uint64_t op_count, std::string* out);
+// The message is cut to kMaxStopMessageBytes.
+void EncodeStopped(const StoppedRecord& stopped, std::string* out);
 
 // Readers: parse a payload. On failure return false and fill `error`; outputs are unspecified.
 // DecodeOp reuses the vectors of `op` (no allocation once they have grown). It sets scalar
@@ -70,8 +72,11 @@ bool DecodeString(std::string_view payload, StringId* id, std::string_view* text
                   RecordError* error);
 bool DecodeStepEnd(std::string_view payload, StepEndRecord* step_end, RecordError* error);
 bool DecodeEnd(std::string_view payload, uint64_t* op_count, RecordError* error);
+// An unknown reason reads as StopReason::kError (trace.md §5.7).
+bool DecodeStopped(std::string_view payload, StoppedRecord* stopped, RecordError* error);
 
-// "RunMeta", "String", "Op", "StepEnd", "End", "Collective", or "type N" for unknown types.
+// "RunMeta", "String", "Op", "StepEnd", "End", "Collective", "Stopped", or "type N" for unknown
+// types.
 std::string RecordTypeName(uint8_t type);
 
 }  // namespace upguard

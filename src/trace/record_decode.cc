@@ -196,4 +196,15 @@ bool DecodeEnd(std::string_view payload, uint64_t* op_count, RecordError* error)
   return in.Varint("op count", op_count);
 }
 
+bool DecodeStopped(std::string_view payload, StoppedRecord* stopped, RecordError* error) {
+  Cursor in(payload, ReportErrors("Stopped", error));
+  uint8_t reason = 0;
+  if (!in.Varint32("step", &stopped->step) || !in.U8("reason", &reason)) return false;
+  stopped->reason = reason <= static_cast<uint8_t>(StopReason::kMaxBytes)
+                        ? static_cast<StopReason>(reason)
+                        : StopReason::kError;
+  stopped->message.assign(in.Rest());
+  return true;
+}
+
 }  // namespace upguard

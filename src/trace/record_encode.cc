@@ -1,4 +1,5 @@
 // Encoding half of record_codec.h.
+#include <algorithm>
 #include <string>
 
 #include "trace/crc32c.h"
@@ -315,6 +316,12 @@ void EncodeStepEnd(const StepEndRecord& step_end, std::string* out) {
 
 void EncodeEnd(uint64_t op_count, std::string* out) { AppendVarint(op_count, out); }
 
+void EncodeStopped(const StoppedRecord& stopped, std::string* out) {
+  AppendVarint(stopped.step, out);
+  out->push_back(static_cast<char>(stopped.reason));
+  out->append(stopped.message.data(), std::min(stopped.message.size(), kMaxStopMessageBytes));
+}
+
 std::string RecordTypeName(uint8_t type) {
   switch (static_cast<RecordType>(type)) {
     case RecordType::kRunMeta:
@@ -329,6 +336,8 @@ std::string RecordTypeName(uint8_t type) {
       return "End";
     case RecordType::kCollective:
       return "Collective";
+    case RecordType::kStopped:
+      return "Stopped";
   }
   return "type " + std::to_string(type);
 }

@@ -1,6 +1,55 @@
 #include "trace/records.h"
 
+#include <cerrno>
+
 namespace upguard {
+
+namespace {
+
+struct StopReasonNames {
+  StopReason reason;
+  std::string_view token;   // JSON, the text form
+  std::string_view phrase;  // for people
+};
+constexpr StopReasonNames kStopReasons[] = {
+    {StopReason::kError, "error", "an error"},
+    {StopReason::kDiskFull, "disk_full", "disk full"},
+    {StopReason::kFileTooLarge, "file_too_large", "file too large"},
+    {StopReason::kMaxBytes, "max_bytes", "--max-bytes reached"},
+};
+
+const StopReasonNames& NamesOf(StopReason reason) {
+  for (const StopReasonNames& names : kStopReasons) {
+    if (names.reason == reason) return names;
+  }
+  return kStopReasons[0];
+}
+
+}  // namespace
+
+std::string_view StopReasonToken(StopReason reason) { return NamesOf(reason).token; }
+std::string_view StopReasonPhrase(StopReason reason) { return NamesOf(reason).phrase; }
+
+bool ParseStopReasonToken(std::string_view token, StopReason* reason) {
+  for (const StopReasonNames& names : kStopReasons) {
+    if (names.token == token) {
+      *reason = names.reason;
+      return true;
+    }
+  }
+  return false;
+}
+
+StopReason StopReasonOfErrno(int error) {
+  if (error == ENOSPC || error == EDQUOT) return StopReason::kDiskFull;
+  if (error == EFBIG) return StopReason::kFileTooLarge;
+  return StopReason::kError;
+}
+
+std::string StoppedNote(const StoppedRecord& stopped) {
+  return "incomplete: recording stopped at step " + std::to_string(stopped.step) + " (" +
+         std::string(StopReasonPhrase(stopped.reason)) + ")";
+}
 
 StringTable::StringTable() {
   strings_.emplace_back();

@@ -94,6 +94,34 @@ inline bool IsFingerprintStep(const std::optional<StepEndRecord>& end) {
   return end.has_value() && (end->flags & kStepFingerprint) != 0;
 }
 
+// Why a recording stopped before its program ended (the Stopped record, trace.md §5.7).
+// Serialized: fixed values, never renumber; a reader reads a value it does not know as kError.
+enum class StopReason : uint8_t {
+  kError = 0,         // any other failure; the message says which
+  kDiskFull = 1,      // ENOSPC, EDQUOT
+  kFileTooLarge = 2,  // EFBIG (`ulimit -f`, the file system's limit)
+  kMaxBytes = 3,      // the writer's byte budget (`record --max-bytes`)
+};
+
+// The reason as JSON and the text form write it ("disk_full") and for people ("disk full").
+std::string_view StopReasonToken(StopReason reason);
+std::string_view StopReasonPhrase(StopReason reason);
+// The reason a token names; false for an unknown token.
+bool ParseStopReasonToken(std::string_view token, StopReason* reason);
+// The reason a refused write's errno gives.
+StopReason StopReasonOfErrno(int error);
+
+// The last record of a trace whose recording stopped early, in place of End.
+struct StoppedRecord {
+  uint32_t step = 0;  // the step running when it stopped; the steps before it are whole
+  StopReason reason = StopReason::kError;
+  std::string message;  // at most kMaxStopMessageBytes (the writer cuts it)
+};
+inline constexpr size_t kMaxStopMessageBytes = 256;
+
+// "incomplete: recording stopped at step 37 (disk full)": what readers say of such a trace.
+std::string StoppedNote(const StoppedRecord& stopped);
+
 // The interned strings of one trace. Ids are dense, assigned in order of first use from 1.
 // Each string's DigestBytes is computed once, when it is added: it is a scalar argument's value
 // digest, needed for every scalar a reader decodes and a writer folds into a step digest.

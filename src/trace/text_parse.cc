@@ -86,7 +86,7 @@ Status TextParser::ParseLine(std::string_view line) {
   std::string error;
   if (!text::TokenizeLine(line, &tokens_, &error)) return Error(error);
   if (tokens_.empty()) return Status::Ok();
-  if (ended_) return Error("nothing may follow 'end'");
+  if (ended_) return Error("nothing may follow 'end' or 'stopped'");
   RETURN_IF_ERROR(EnsureWriter("{}"));
   const std::string& verb = tokens_[0].text;
   if (verb == "in" || verb == "out") return ParseArg(tokens_);
@@ -122,7 +122,24 @@ Status TextParser::ParseLine(std::string_view line) {
     ended_ = true;
     return writer_->Close();
   }
-  return Error("unknown line '" + verb + "' (want meta, op, in, out, collective, stepend or end)");
+  if (verb == "stopped") {
+    // "stopped STEP [reason=disk_full]": the Stopped record in place of End (trace.md §5.7).
+    constexpr const char* kWant =
+        "want 'stopped STEP [reason=error|disk_full|file_too_large|max_bytes]'";
+    uint64_t step;
+    StoppedRecord stopped;
+    if (tokens_.size() < 2 || tokens_.size() > 3 ||
+        !text::ParseUint(tokens_[1].text, UINT32_MAX, &step) ||
+        (tokens_.size() == 3 && (!tokens_[2].is_key_value() || tokens_[2].key() != "reason" ||
+                                 !ParseStopReasonToken(tokens_[2].value(), &stopped.reason)))) {
+      return Error(kWant);
+    }
+    stopped.step = static_cast<uint32_t>(step);
+    ended_ = true;
+    return writer_->Close(&stopped);
+  }
+  return Error("unknown line '" + verb +
+               "' (want meta, op, in, out, collective, stepend, end or stopped)");
 }
 
 // "[0,1,2]" or "[]".

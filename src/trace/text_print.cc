@@ -118,6 +118,11 @@ StatusOr<std::string> TraceToText(const std::string& trace_path,
     }
   }
   if (reader->complete()) out += "end\n";
+  if (const std::optional<StoppedRecord>& stopped = reader->stopped()) {
+    out += "stopped " + std::to_string(stopped->step) +
+           " reason=" + std::string(StopReasonToken(stopped->reason)) +
+           (stopped->message.empty() ? "" : "  # " + stopped->message) + "\n";
+  }
   if (reader->damage()) out += "# damage: " + reader->damage()->message + "\n";
   if (damage != nullptr) *damage = reader->damage();
   return out;

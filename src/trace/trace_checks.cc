@@ -116,7 +116,9 @@ RecordError UnexpectedRunMeta() {
   return RecordError{"unexpected RunMeta record", "only the first record may be RunMeta"};
 }
 
-RecordError DataAfterEnd() { return RecordError{"unexpected data after the End record", ""}; }
+RecordError DataAfterEnd(std::string_view last) {
+  return RecordError{"unexpected data after the " + std::string(last) + " record", ""};
+}
 
 RecordError WrongSeq(uint64_t seq, uint64_t expected) {
   return RecordError{"malformed Op record",

@@ -48,8 +48,8 @@ bool ConsumeString(std::string_view payload, StringTable* strings, RecordError* 
 bool ConsumeEnd(std::string_view payload, uint64_t ops_before, RecordError* error);
 // A second RunMeta record.
 RecordError UnexpectedRunMeta();
-// Bytes after the End record.
-RecordError DataAfterEnd();
+// Bytes after the End record (or after `last`, the Stopped record).
+RecordError DataAfterEnd(std::string_view last = "End");
 // An Op whose seq is not the number of ops before it.
 RecordError WrongSeq(uint64_t seq, uint64_t expected);
 

@@ -110,9 +110,9 @@ Status TraceIndex::IndexAll() {
 void TraceIndex::IndexFrame() {
   const char* const data = file_->data();
   const uint64_t size = file_->size();
-  if (complete_) {  // the End record must be last
+  if (complete_ || stopped_) {  // the End (or Stopped) record must be last
     if (offset_ < size) {
-      Damage(DataAfterEnd());
+      Damage(DataAfterEnd(stopped_ ? "Stopped" : "End"));
     } else {
       done_ = true;
     }
@@ -217,6 +217,13 @@ void TraceIndex::IndexFrame() {
         return;
       }
       complete_ = true;
+      break;
+    case RecordType::kStopped:
+      if (!DecodeStopped(payload, &stopped_.emplace(), &error)) {
+        stopped_.reset();
+        Damage(error);
+        return;
+      }
       break;
     case RecordType::kRunMeta:
       Damage(UnexpectedRunMeta());
@@ -347,6 +354,7 @@ void TraceIndex::Truncate(size_t step_idx, uint64_t ops_kept, TraceDamage damage
   }
   op_count_ = steps_.empty() ? 0 : steps_.back().first_seq + steps_.back().op_count;
   complete_ = false;
+  stopped_.reset();  // the damage is what the trace ends with now
   damage_ = std::move(damage);
 }
 

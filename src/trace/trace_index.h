@@ -90,6 +90,8 @@ class TraceIndex {
   }
   // Once indexed_all(): the End record was read.
   bool complete() const { return complete_; }
+  // Once indexed_all(): the Stopped record was read (trace.md §5.7), when it was.
+  const std::optional<StoppedRecord>& stopped() const { return stopped_; }
   // Damage met so far.
   const std::optional<TraceDamage>& damage() const { return damage_; }
 
@@ -139,6 +141,7 @@ class TraceIndex {
   StringTable strings_;
   std::vector<StepSpan> steps_;
   bool complete_ = false;
+  std::optional<StoppedRecord> stopped_;
   std::optional<TraceDamage> damage_;
   uint64_t op_count_ = 0;
   // Indexing state.

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/text.h"
 #include "trace/format.h"
 #include "trace/record_codec.h"
 #include "trace/shared_stats.h"
@@ -15,20 +16,69 @@
 
 namespace upguard {
 
+namespace {
+
+// The largest Stopped frame (trace.md §5.7): the room a byte budget keeps for it (and for End).
+constexpr uint64_t kStoppedFrameBytes = kFrameOverheadBytes + 5 + 1 + kMaxStopMessageBytes;
+
+}  // namespace
+
 // Every record is encoded into `frame_` (cleared, never shrunk: no allocation per record once it
 // has grown) and handed to the buffered OutputFile. The first write error is sticky: Intern
 // cannot return it, so the next Status-returning call does.
 class TraceWriter::Impl {
  public:
-  explicit Impl(std::unique_ptr<OutputFile> file) : file_(std::move(file)) {}
+  Impl(std::unique_ptr<OutputFile> file, uint64_t max_bytes)
+      : file_(std::move(file)), max_bytes_(max_bytes) {}
 
+  // Nothing is written after the first failure: the file ends at the last whole record before it.
   Status WriteFrame(RecordType type) {
+    if (!error_.ok()) return error_;
     FinishFrame(type, &frame_);
-    return Remember(file_->Write(frame_.data(), frame_.size()));
+    if (max_bytes_ > 0 &&
+        file_->bytes_written() + frame_.size() + kStoppedFrameBytes > max_bytes_) {
+      return Remember(FailedPrecondition(file_->path() + ": reached its byte budget of " +
+                                         HumanBytes(max_bytes_) +
+                                         " (record --max-bytes, upguard.record(max_bytes=))"),
+                      StopReason::kMaxBytes);
+    }
+    return RememberWrite(file_->Write(frame_.data(), frame_.size()));
   }
-  Status Remember(Status status) {
-    if (!status.ok() && error_.ok()) error_ = status;
+  Status Remember(Status status, StopReason reason = StopReason::kError) {
+    if (!status.ok() && error_.ok()) {
+      error_ = status;
+      reason_ = reason;
+    }
     return status;
+  }
+  // A file operation's status: when the system refused a write, the file is cut back to its
+  // last whole record at once, so the trace reads to its end and the disk gets the space back.
+  Status RememberWrite(Status status) {
+    if (status.ok()) return status;
+    (void)file_->CutToLastWhole();
+    return Remember(status, StopReasonOfErrno(file_->write_errno()));
+  }
+  // The End or Stopped record (encoded in frame_) after the last whole record: written
+  // through, or cut off again.
+  bool WriteLast(RecordType type) {
+    FinishFrame(type, &frame_);
+    Status status = file_->Write(frame_.data(), frame_.size());
+    if (status.ok()) status = file_->Flush();
+    if (!status.ok()) (void)RememberWrite(status);
+    return status.ok();
+  }
+  // After a refused write the room left may be too small for the Stopped record (a size limit
+  // gives nothing back): it is tried again without its message, then with the last whole write
+  // cut off too. A trace that ends without it still ends with a whole record.
+  void WriteStopped(const StoppedRecord& stopped) {
+    StoppedRecord bare = stopped;
+    bare.message.clear();
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      if (attempt == 2 && !file_->CutToEarlierWhole().ok()) return;
+      BeginFrame(&frame_);
+      EncodeStopped(attempt == 0 ? stopped : bare, &frame_);
+      if (WriteLast(RecordType::kStopped)) return;
+    }
   }
 
   std::unique_ptr<OutputFile> file_;
@@ -41,7 +91,9 @@ class TraceWriter::Impl {
   // The Collective records since the last EndStep, folded into its digest after the ops.
   std::vector<std::pair<uint64_t, CollectiveInfo>> collectives_;
   std::string frame_;
+  const uint64_t max_bytes_;  // 0: no budget
   Status error_;
+  StopReason reason_ = StopReason::kError;  // of error_
   bool closed_ = false;
 };
 
@@ -50,7 +102,8 @@ TraceWriter::~TraceWriter() =
     default;  // OutputFile flushes; no End record: the trace is incomplete
 
 StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Create(const std::string& path,
-                                                           std::string_view meta_json) {
+                                                           std::string_view meta_json,
+                                                           uint64_t max_bytes) {
   const nlohmann::json meta = nlohmann::json::parse(meta_json, nullptr, /*allow_exceptions=*/false);
   if (!meta.is_object()) {
     return InvalidArgument(path + ": run metadata must be a JSON object, got: " +
@@ -60,8 +113,16 @@ StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Create(const std::string& pa
     return InvalidArgument(path + ": run metadata exceeds " + std::to_string(kMaxPayloadBytes) +
                            " bytes");
   }
+  const uint64_t least_bytes =
+      kFileHeaderBytes + kFrameOverheadBytes + meta_json.size() + kStoppedFrameBytes;
+  if (max_bytes > 0 && max_bytes < least_bytes) {
+    return InvalidArgument(path + ": a byte budget of " + std::to_string(max_bytes) +
+                           " bytes leaves no room for the trace's header and metadata; give at "
+                           "least " +
+                           std::to_string(least_bytes) + " bytes (record --max-bytes)");
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<OutputFile> file, OutputFile::Create(path));
-  auto impl = std::make_unique<Impl>(std::move(file));
+  auto impl = std::make_unique<Impl>(std::move(file), max_bytes);
   const std::string header = EncodeFileHeader(MakeFileHeader());
   RETURN_IF_ERROR(impl->file_->Write(header.data(), header.size()));
   BeginFrame(&impl->frame_);
@@ -160,21 +221,25 @@ std::vector<UnreadCount> TraceWriter::UnreadTotal() const {
 Status TraceWriter::Flush() {
   RETURN_IF_ERROR(impl_->error_);
   if (impl_->closed_) return Status::Ok();
-  return impl_->Remember(impl_->file_->Flush());
+  return impl_->RememberWrite(impl_->file_->Flush());
 }
 
-Status TraceWriter::Close() {
+Status TraceWriter::Close(const StoppedRecord* stopped) {
   Impl& impl = *impl_;
   if (impl.closed_) return impl.error_;
   impl.closed_ = true;
-  if (impl.error_.ok()) {
+  if (stopped != nullptr) {
+    impl.WriteStopped(*stopped);
+  } else if (impl.error_.ok()) {
     BeginFrame(&impl.frame_);
     EncodeEnd(ops_written_, &impl.frame_);
-    (void)impl.WriteFrame(RecordType::kEnd);
+    impl.WriteLast(RecordType::kEnd);
   }
-  (void)impl.Remember(impl.file_->Close());
+  (void)impl.RememberWrite(impl.file_->Close());
   return impl.error_;
 }
+
+StopReason TraceWriter::failure_reason() const { return impl_->reason_; }
 
 uint64_t TraceWriter::bytes_written() const { return impl_->file_->bytes_written(); }
 

@@ -8,6 +8,8 @@
 //   RETURN_IF_ERROR(writer->WriteCollective(seq_of_a_collective_op, info));  // optional
 //   RETURN_IF_ERROR(writer->EndStep(0));    // StepEnd record: op count + rolling digest
 //   RETURN_IF_ERROR(writer->Close());       // End record, flush
+//   // or, when the recording stopped early (trace.md §5.7):
+//   writer->Close(&stopped);                // Stopped record instead of End
 //
 // Intern() writes a String record the first time a string is seen, so every id used by a
 // later record is defined before it. Not thread-safe: the recorder serializes calls.
@@ -26,9 +28,13 @@ namespace upguard {
 
 class TraceWriter {
  public:
-  // Creates (truncates) `path` and writes the file header and the RunMeta record.
+  // Creates (truncates) `path` and writes the file header and the RunMeta record. With
+  // `max_bytes` > 0 the file never grows past it: a record that would leave less room than the
+  // Stopped record needs is refused (FailedPrecondition, failure_reason() kMaxBytes), and the
+  // trace is then closed with a Stopped record in that room (trace.md §5.7).
   static StatusOr<std::unique_ptr<TraceWriter>> Create(const std::string& path,
-                                                       std::string_view meta_json);
+                                                       std::string_view meta_json,
+                                                       uint64_t max_bytes = 0);
   ~TraceWriter();
 
   StringId Intern(std::string_view s);
@@ -47,8 +53,14 @@ class TraceWriter {
   Status EndStepWithDigest(uint32_t step, const Digest128& digest, uint64_t flags = 0);
   // Hands buffered records to the OS.
   Status Flush();
-  // Writes the End record and closes. Idempotent.
-  Status Close();
+  // Writes the End record and closes; with `stopped`, the Stopped record instead (the recording
+  // stopped early, trace.md §5.7). After a failed write nothing but the Stopped record is
+  // written (nothing without `stopped`), and a write the system refused first cut the file
+  // back to its last whole record. Idempotent; returns the first error.
+  Status Close(const StoppedRecord* stopped = nullptr);
+  // Why this writer failed, as a Stopped record says it: the system's refusal (disk full, file
+  // too large) or the budget; kError when it has not failed or failed otherwise.
+  StopReason failure_reason() const;
 
   uint64_t ops_written() const { return ops_written_; }
   // The unread tensors of every step ended so far (the StepEnd tallies, §5.4) summed.
