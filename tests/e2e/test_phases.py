@@ -1,21 +1,30 @@
-"""An op's phase is what it does, not what it runs inside (issue 37 part 2). A closure's forward
-and backward run inside optimizer.step(closure) (LBFGS; Lightning's automatic optimization):
-they are phase forward and backward, and only the optimizer's own ops are optimizer.
+"""An op's phase is what it does, not what it runs inside, and module paths are named from the
+model the user built (issue 37 part 2). A closure's forward and backward run inside
+optimizer.step(closure) (LBFGS; Lightning's automatic optimization): they are phase forward and
+backward, and only the optimizer's own ops are optimizer. A LightningModule never runs its own
+forward (training_step calls self.net): the paths are still "net.2", the tensors "net.0.weight".
 """
 
 from __future__ import annotations
 
+import subprocess
 from collections import defaultdict
 from pathlib import Path
 from typing import Dict, List, Set, Tuple
 
 import pytest
 
-from conftest import PYTHON, show_json, upguard
+from conftest import PYTHON, diff_json, only_rank, show_json, upguard
 
 HERE = Path(__file__).parent
 # The ops a step of closure_train.py's model runs in its forward and loss.
 FORWARD = {"aten::linear": {"0", "2"}, "aten::tanh": {"1"}, "aten::mse_loss": {""}}
+
+
+def has_lightning() -> bool:
+    """Whether the interpreter under test has Lightning (the torch 2.x venv's pins)."""
+    code = "import importlib.util, sys; sys.exit(importlib.util.find_spec('lightning') is None)"
+    return subprocess.run([PYTHON, "-c", code], check=False).returncode == 0
 
 
 def record_script(run_dir: Path, script: str, *args: str) -> Path:
@@ -36,6 +45,13 @@ def phases_of(ops: List[Tuple[str, str, str]]) -> Dict[str, Set[Tuple[str, str]]
     for name, phase, module in ops:
         found[name].add((phase, module))
     return found
+
+
+def linear_labels(run: Path) -> List[str]:
+    """The names of the weight and bias the step's first aten::linear reads."""
+    ops = show_json(run, "--step", "0", "--max-depth", "0")["steps"][0]["ops"]
+    linear = next(op for op in ops if op["op"] == "aten::linear")
+    return [arg.get("label") for arg in linear["inputs"][1:]]
 
 
 def check_closure_step(ops: List[Tuple[str, str, str]], prefix: str = "") -> None:
@@ -63,12 +79,15 @@ def test_a_plain_loop_keeps_its_phases(runs):
         assert [name for name, phase, _ in ops if phase == "optimizer"].count("aten::add_") == 4
 
 
-def test_lbfgs_closure_calls_are_forward_and_backward(runs):
-    steps = top_level_ops(record_script(runs / "closure_lbfgs", "closure_train.py",
-                                        "--optim", "lbfgs"))
+@pytest.mark.parametrize("task", [False, True], ids=["model", "task"])
+def test_lbfgs_closure_calls_are_forward_and_backward(runs, task):
+    run = record_script(runs / f"closure_lbfgs_{task}", "closure_train.py", "--optim", "lbfgs",
+                        *(["--task"] if task else []))
+    steps = top_level_ops(run)
     assert sorted(steps) == [0, 1]
     for ops in steps.values():
-        check_closure_step(ops)
+        # With --task, paths are named from the Task whose own forward never runs.
+        check_closure_step(ops, "net." if task else "")
         # The closure ran several times in the step, each time forward then backward, with the
         # optimizer's line search between.
         calls = [name for name, _, _ in ops if name == "aten::mse_loss"]
@@ -76,3 +95,26 @@ def test_lbfgs_closure_calls_are_forward_and_backward(runs):
         assert len([name for name, _, _ in ops if name == "aten::mse_loss_backward"]) == len(calls)
         assert {"aten::cat", "aten::dot"} <= {name for name, phase, _ in ops
                                               if phase == "optimizer"}
+    assert linear_labels(run) == (["net.0.weight", "net.0.bias"] if task
+                                  else ["0.weight", "0.bias"])
+
+
+def test_lightning_dropout_is_named_in_forward_under_net(runs):
+    if not has_lightning():
+        pytest.skip(f"{PYTHON} has no Lightning (installed in the torch 2.x venv only)")
+    a = record_script(runs / "lightning_a", "lightning_train.py", "--p", "0.1")
+    b = record_script(runs / "lightning_b", "lightning_train.py", "--p", "0.2")
+    code, report = diff_json(a, b)
+    assert code == 1 and report["verdict"] == "culprit"
+    d = only_rank(report)["divergence"]
+    assert (d["op"], d["phase"], d["module"], d["step"]) == ("aten::bernoulli_", "forward",
+                                                            "net.2", 0)
+    steps = top_level_ops(a)
+    for step in (0, 1):  # the two training steps; step 2 is the Trainer's teardown
+        found = phases_of(steps[step])
+        assert found["aten::linear"] == {("forward", "net.0"), ("forward", "net.3")}
+        assert found["aten::dropout"] == {("forward", "net.2")}
+        assert found["aten::mse_loss"] == {("forward", "")}
+        assert found["aten::mse_loss_backward"] == {("backward", "")}
+        assert {phase for name, phase, _ in steps[step] if name == "aten::add_"} == {"optimizer"}
+    assert linear_labels(a) == ["net.0.weight", "net.0.bias"]  # named as the user built it
