@@ -67,7 +67,7 @@ test-all:
 # a project venv with pinned versions, installed once (PyPI's Linux wheel is a CUDA build of
 # several GB that runs on the CPU), and a build of the adapter against its torch.
 TORCH2_VENV := .venv-torch2
-TORCH2_PINS := torch==2.15.0 torchvision==0.29.2 pybind11==2.13.6 numpy==2.4.6 pytest==9.2.0
+TORCH2_PINS := torch==2.15.0 torchvision==0.29.2 pybind11==2.13.6 numpy==2.4.6 pytest==9.2.0 transformers==5.25.0 lightning==2.6.6
 TORCH2_PYTHON := $(CURDIR)/$(TORCH2_VENV)/bin/python
 TORCH2_BUILD = $(word 1,$(shell $(TORCH2_PYTHON) cmake/interpreter_facts.py --make))
 

@@ -48,16 +48,20 @@ bool StartsWith(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
 }
 
-// Backward inside autograd nodes, optimizer inside Optimizer.step, forward inside a module's
-// forward and between the step's first module call and its backward (the loss); everything
-// else (initialization, data preparation, gradient clipping, zero_grad) is "other".
+// What the op does, not what it runs inside: backward inside autograd nodes; forward inside a
+// module's forward and between a module call and the backward after it (the loss); optimizer
+// for the rest of Optimizer.step; everything else (initialization, data preparation, gradient
+// clipping, zero_grad) is "other". A closure's forward and backward run inside Optimizer.step
+// (LBFGS; Lightning's automatic optimization calls optimizer.step(closure)): they are forward
+// and backward, and only the optimizer's own ops around them are optimizer.
 Phase CurrentPhase(const ThreadState& ts, const Session& session) {
   if (ts.Recomputing()) return Phase::kRecompute;
   if (!ts.nodes.empty()) return Phase::kBackward;
-  if (ts.optimizer > 0) return Phase::kOptimizer;
   if (ts.zero_grad > 0) return Phase::kOther;
   if (!ts.modules.empty()) return Phase::kForward;
-  return session.ForwardBeforeBackward() ? Phase::kForward : Phase::kOther;
+  const bool in_optimizer = ts.optimizer > 0;
+  if (session.ForwardBeforeBackward(in_optimizer)) return Phase::kForward;
+  return in_optimizer ? Phase::kOptimizer : Phase::kOther;
 }
 
 std::unique_ptr<at::ObserverContext> EnterOp(const OpCall& fn, ThreadState& ts, uint32_t depth) {
@@ -399,7 +403,9 @@ void OptimizerStepDone() {
 void EnterModule(const std::string& path, const void* frame) {
   ThreadState& ts = Tls();
   ts.modules.push_back(ModuleCall{Pooled(path), frame, ts.nodes.size()});
-  if (Session* session = Session::Active()) session->NoteForward();
+  // Not a recompute inside backward (activation checkpointing): that is no new forward.
+  Session* session = Session::Active();
+  if (session != nullptr && ts.nodes.empty()) session->NoteForward(ts.optimizer > 0);
 }
 
 void ExitModule(const void* frame) { Tls().PopModuleCall(frame); }
@@ -428,7 +434,7 @@ std::unique_ptr<at::ObserverContext> EnterAnnouncedOp(const OpCall& call) {
   if (session != nullptr && ts.nodes.empty() &&
       (std::strcmp(call.name, "inductor::forward") == 0 ||
        std::strcmp(call.name, "inductor::inference") == 0)) {
-    session->NoteForward();
+    session->NoteForward(ts.optimizer > 0);
   }
   return Guarded(call.name, ts, [&] { return EnterOp(call, ts, depth); });
 }

@@ -51,8 +51,7 @@ void Session::FollowOps(bool follow) {
 
 void Session::ForgetStep() {
   rng_recorded_.store(false);
-  forward_seen_.store(false);
-  backward_seen_.store(false);
+  stage_.store(Stage::kIdle);
   origins_.Clear();
 }
 

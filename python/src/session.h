@@ -100,13 +100,20 @@ class Session {
   // upguard::rng_state was recorded in this step (or is not wanted: step 0, see steps.h).
   bool rng_recorded() const { return rng_recorded_.load(std::memory_order_relaxed); }
   void NoteRngRecorded() { rng_recorded_.store(true); }
-  // A module ran forward in this step / an autograd node ran in this step.
-  void NoteForward() { forward_seen_.store(true, std::memory_order_relaxed); }
-  void NoteBackward() { backward_seen_.store(true, std::memory_order_relaxed); }
-  // Between the step's first module call and its backward: the loss is forward too.
-  bool ForwardBeforeBackward() const {
-    return forward_seen_.load(std::memory_order_relaxed) &&
-           !backward_seen_.load(std::memory_order_relaxed);
+  // A module call began outside backward (on a thread inside Optimizer.step when
+  // `in_optimizer`: a closure's forward) / an autograd node began.
+  void NoteForward(bool in_optimizer) {
+    stage_.store(in_optimizer ? Stage::kClosureForward : Stage::kForward,
+                 std::memory_order_relaxed);
+  }
+  void NoteBackward() { stage_.store(Stage::kIdle, std::memory_order_relaxed); }
+  // Between a module call and the backward after it: the loss is forward too. Inside
+  // Optimizer.step only a forward begun there counts (a closure's: LBFGS, Lightning's
+  // automatic optimization); the optimizer's own update after a forward whose backward upguard
+  // never saw stays optimizer.
+  bool ForwardBeforeBackward(bool in_optimizer) const {
+    const Stage stage = stage_.load(std::memory_order_relaxed);
+    return stage == Stage::kClosureForward || (stage == Stage::kForward && !in_optimizer);
   }
   // Which forward op created each autograd node of this step (origins.h).
   OriginTable& origins() { return origins_; }
@@ -140,8 +147,13 @@ class Session {
   const std::optional<int64_t> stop_at_step_;
   std::atomic<bool> explicit_steps_{false};
   std::atomic<bool> rng_recorded_{true};  // none for step 0 (steps.h)
-  std::atomic<bool> forward_seen_{false};
-  std::atomic<bool> backward_seen_{false};
+  // Where the running step stands for the ops outside modules and autograd nodes
+  // (ForwardBeforeBackward). kIdle at the step's start and after each backward; a module call
+  // outside backward makes it kForward, or kClosureForward inside Optimizer.step. Several
+  // forwards and backwards in one step (gradient accumulation, a closure called again by
+  // LBFGS) each get their loss as forward.
+  enum class Stage : uint8_t { kIdle, kForward, kClosureForward };
+  std::atomic<Stage> stage_{Stage::kIdle};
   OriginTable origins_;
   CollectiveTable collectives_;
 };

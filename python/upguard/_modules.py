@@ -4,6 +4,18 @@ A module's path is its name under the outermost module that ran around it, as in
 ``root.named_modules()`` ("blocks.1.mlp.act"); the outermost module has the path "". Paths are
 resolved once, when a module first runs.
 
+The model the user built need not run its own forward: a LightningModule's ``training_step``
+calls ``self.net(x)``, so the outermost module that runs is ``net``. Paths (and the tensors'
+names, _state.py) are named from the model the user built, as the user knows them ("net.2",
+"net.0.weight"): as a new outermost module is first called, the callers' frames are searched
+once for a live nn.Module that holds it as a submodule (``self`` of ``training_step``, a
+``model`` in the training loop); the outermost such module, its *owner*, names the paths, with
+the outermost module under its name there. A module held by two unrelated modules is named
+from the one found first, walking from the call outwards (the caller's own ``self`` before
+the caller's caller's locals, locals in the frame's order), so the same program names it the
+same way every run. A wrapper that does run (DDP's ``module.``) is itself the outermost
+module, as before; torch.compile's ``_orig_mod`` is left out of every name.
+
 The tensors passed to an outermost module's forward are the step's batch: they are recorded as
 the inputs of a pseudo-op ``upguard::batch`` so the diff can tell a data difference from a
 numerical one.
@@ -60,6 +72,45 @@ def _unwrapped(module: torch.nn.Module) -> torch.nn.Module:
     return inner if isinstance(inner, torch.nn.Module) else module
 
 
+def eager_name(name: str) -> str:
+    """`name` (a named_modules() path) without torch.compile's wrapper: "net._orig_mod.0" is
+    "net.0", as the eager module's name."""
+    if "_orig_mod" not in name:
+        return name
+    return ".".join(part for part in name.split(".") if part != "_orig_mod")
+
+
+def _holds(parent: torch.nn.Module, module: torch.nn.Module) -> bool:
+    return any(sub is module for sub in parent.modules())
+
+
+def _owner(module: torch.nn.Module, call: Optional[types.FrameType]) -> torch.nn.Module:
+    """The model the user built around `module`, an outermost module call (the module docs):
+    the outermost live nn.Module in the locals of the frames above `call` (its
+    Module._call_impl) that holds `module` as a submodule; `module` itself when none does."""
+    seen: Set[int] = {id(module), id(_unwrapped(module))}
+    holders: List[torch.nn.Module] = []
+    owner = module
+    try:
+        frame = call.f_back if call is not None else None
+        while frame is not None:
+            for value in frame.f_locals.values():
+                # type(), not isinstance: a proxy's __class__ may warn or raise (_state.py)
+                if issubclass(type(value), torch.nn.Module) and id(value) not in seen:
+                    seen.add(id(value))
+                    if _holds(value, module):
+                        holders.append(value)
+            frame = frame.f_back
+        for holder in holders:  # nearest first: a later one wins only by holding the winner
+            if owner is module or _holds(holder, owner):
+                owner = holder
+    except Exception as error:  # never disturb the training: the module names itself
+        print(f"upguard: could not find the model around {type(module).__name__}: {error}",
+              file=sys.stderr)
+        return module
+    return owner
+
+
 def _tensors(value: Any, name: str, depth: int = 0) -> Iterator[Tuple[str, torch.Tensor]]:
     if isinstance(value, torch.Tensor):
         yield name, value
@@ -97,6 +148,10 @@ class ModuleScopes:
         self._handles: List[Any] = []
         self._lean_handles: List[Any] = []  # the outermost modules' own pre-hooks, while lean
         self._roots: "weakref.WeakSet[torch.nn.Module]" = weakref.WeakSet()
+        # Each outermost module's owner (_owner), found once: weakly held both ways, as the
+        # owner holds the module.
+        self._owners: "weakref.WeakKeyDictionary[torch.nn.Module, weakref.ref]" = (
+            weakref.WeakKeyDictionary())
         self._first_step: Optional[int] = None  # the step of the first outermost call
         self._on_first_call = on_first_call
         self._on_root = on_root  # told of every outermost module call
@@ -146,15 +201,27 @@ class ModuleScopes:
         self.install()
         self._enter(module, inputs, sys._getframe(1))  # the global pre-hook missed this call
 
-    def path_of(self, module: torch.nn.Module) -> str:
+    def owner_of(self, module: torch.nn.Module,
+                 call: Optional[types.FrameType] = None) -> torch.nn.Module:
+        """The model the user built around the outermost module `module` (_owner), searched
+        for at its first call (`call`: its Module._call_impl frame) and remembered."""
+        known = self._owners.get(module)
+        owner = known() if known is not None else None
+        if owner is None:
+            owner = _owner(module, call)
+            self._owners[module] = weakref.ref(owner)
+        return owner
+
+    def path_of(self, module: torch.nn.Module, call: Optional[types.FrameType] = None) -> str:
         path = self._paths.get(module)
         if path is not None:
             return path
         if not self._stack:
-            # A new outermost module: name it and everything under it at once.
-            self._paths.setdefault(module, "")
-            for name, sub in _unwrapped(module).named_modules():
-                self._paths.setdefault(sub, name)
+            # A new outermost module: name it and everything under its owner at once.
+            owner = self.owner_of(module, call)
+            self._paths.setdefault(owner, "")
+            for name, sub in _unwrapped(owner).named_modules():
+                self._paths.setdefault(sub, eager_name(name))
             return self._paths[module]
         parent = self._stack[-1].module
         parent_path = self._paths.get(parent, "")
@@ -205,13 +272,13 @@ class ModuleScopes:
                 first_call, self._on_first_call = self._on_first_call, None
                 first_call()
             if self._on_root is not None:
-                self._on_root(_unwrapped(module))
+                self._on_root(_unwrapped(self.owner_of(module, call)))
             _record_batch(inputs)
             self._roots.add(module)
             if self._lean_step():
                 self._go_lean()  # this call's global forward hook is gone with it
                 return
-        path = self.path_of(module)
+        path = self.path_of(module, call)
         self._stack.append(_Entry(module, call, threading.get_ident()))
         _C.enter_module(path, call)
 

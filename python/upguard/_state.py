@@ -7,10 +7,12 @@ their digests as the pseudo-op ``upguard::state`` — so a difference that no op
 surfaces at the step where it was born — and to name the tensors ops read and write
 ("h.0.attn.c_attn.weight", "h.0.attn.c_attn.weight.grad", "exp_avg_sq of h.0.attn.c_attn.weight").
 
-The modules are the outermost modules called while recording (the module hooks report them);
-the optimizers are every ``torch.optim.Optimizer`` alive when recording starts or constructed
-while it runs. Reading them runs no torch op. This module plans the reading (ModelTensors.plan);
-_C does it every step with Python's C API (python/src/model_walk.h).
+The modules are the outermost modules called while recording, or the model the user built
+around one that never runs its own forward (a LightningModule: _modules.py), as the module
+hooks report them; the optimizers are every ``torch.optim.Optimizer`` alive when recording
+starts or constructed while it runs. Reading them runs no torch op. This module plans the
+reading (ModelTensors.plan); _C does it every step with Python's C API
+(python/src/model_walk.h).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import torch
 
 from upguard import _C
+from upguard._modules import eager_name
 
 # Roles, as python/src/model_state.h numbers them.
 PARAMETER, BUFFER, GRADIENT, OPTIMIZER_STATE = 0, 1, 2, 3
@@ -124,8 +127,9 @@ class ModelTensors:
                                      for child in module._modules.values()]))
             for role, members in ((PARAMETER, "_parameters"), (BUFFER, "_buffers")):
                 for path, module in found.items():
+                    eager = eager_name(path)  # a compiled submodule's names are the eager ones
                     for attr in getattr(module, members):
-                        name = prefix + (f"{path}.{attr}" if path else attr)
+                        name = prefix + (f"{eager}.{attr}" if eager else attr)
                         tensors.append((name, index[id(module)], attr, role))
                         taken[name] = 1
         optimizers = []

@@ -5,6 +5,7 @@
 
 #include "align/align_ops.h"
 #include "diff/compare.h"
+#include "diff/step_pair.h"
 
 namespace upguard {
 namespace {
@@ -121,10 +122,26 @@ std::optional<double> StateDifference(const RankTrace& ta, const StepOps& sa, co
   return largest;
 }
 
-StepAlignment Pair(OpKeyer* keyer, const RankTrace& ta, const StepOps& sa, const RankTrace& tb,
-                   const StepOps& sb, const AlignOptions& options) {
-  return SameOpNames(ta, sa, tb, sb, 0) ? StepAlignment::Positional(0, sa.ops.size())
-                                        : StepAlignment::Align(keyer, sa, sb, 0, options);
+StepPair Pair(OpKeyer* keyer, const RankTrace& ta, const StepOps& sa, const RankTrace& tb,
+              const StepOps& sb, const AlignOptions& options) {
+  return StepPair(RunStep{ta, sa}, RunStep{tb, sb},
+                  SameOpNames(ta, sa, tb, sb, 0) ? StepAlignment::Positional(0, sa.ops.size())
+                                                 : StepAlignment::Align(keyer, sa, sb, 0, options),
+                  /*judge=*/nullptr);
+}
+
+// The op the diff's report names for a difference at the pair `match` (its index in run A),
+// or none where the diff sees none: an op whose arguments differ without a value to show it,
+// or one nested in a top-level op identical in both runs. A divergence is settled as the diff
+// settles it (StepPair::Settle): on the op the user called when the cause reached the nested
+// op through it (aten::layer_norm around the aten::native_layer_norm its eps reached, recorded
+// first), so the step table, the module tree and the verdict card give the op one number.
+std::optional<size_t> NamedIndex(const StepPair& pair, KeyMatch match) {
+  NumericDivergence numeric;
+  const OpOutcome outcome = pair.CompareOp(match, &numeric);
+  if (outcome == OpOutcome::kSame || pair.InsideCleanTopLevelOp(match)) return std::nullopt;
+  if (outcome == OpOutcome::kDiverges) pair.Settle(&numeric);
+  return numeric.a.index;
 }
 
 }  // namespace
@@ -163,14 +180,13 @@ StatusOr<RankSpread> ComputeSpread(const Run& a, const Run& b, const RankDiff& d
         row.loss_b = Loss(tb, sb);
         row.state_relative = StateDifference(ta, sa, tb, sb);
         if (!row.identical) {
-          const StepAlignment pairs = Pair(&keyer, ta, sa, tb, sb, options);
-          for (size_t pair_idx = 0; pair_idx < pairs.pair_count(); ++pair_idx) {
+          const StepPair pair = Pair(&keyer, ta, sa, tb, sb, options);
+          const StepAlignment& pairs = pair.alignment();
+          for (size_t pair_idx = 0; pair_idx < pairs.pair_count() && !row.first_differing;
+               ++pair_idx) {
             const KeyMatch match = pairs.pair(pair_idx);
             if (sa.ops[match.a].phase == Phase::kInput) continue;
-            if (!SameArgs(sa.ops[match.a], sb.ops[match.b])) {
-              row.first_differing = match.a;
-              break;
-            }
+            row.first_differing = NamedIndex(pair, match);
           }
         }
       }
@@ -185,12 +201,14 @@ StatusOr<RankSpread> ComputeSpread(const Run& a, const Run& b, const RankDiff& d
   spread.divergent_index = divergent->second;
   const StepOps& sa = *ops->a;
   const StepOps& sb = *ops->b;
-  const StepAlignment pairs = Pair(&keyer, ta, sa, tb, sb, options);
+  const StepPair pair = Pair(&keyer, ta, sa, tb, sb, options);
+  const StepAlignment& pairs = pair.alignment();
   spread.ops.reserve(sa.ops.size());
   for (size_t index = 0; index < sa.ops.size(); ++index) {
     const OpRecord& op = sa.ops[index];
     SpreadOp row;
     row.index = index;
+    row.named = index;
     row.op = ta.Str(op.op);
     row.module = ta.Str(op.module);
     row.phase = std::string(PhaseName(op.phase));
@@ -203,6 +221,11 @@ StatusOr<RankSpread> ComputeSpread(const Run& a, const Run& b, const RankDiff& d
       row.measured = measure.measured;
       row.relative = measure.relative;
       row.nonfinite = measure.nonfinite;
+      // A nested op's difference is named at the op the diff's report climbs to.
+      if (row.differs && op.depth > 0) {
+        const KeyMatch match{static_cast<uint32_t>(index), static_cast<uint32_t>(*partner)};
+        row.named = NamedIndex(pair, match).value_or(index);
+      }
     }
     spread.ops.push_back(std::move(row));
   }

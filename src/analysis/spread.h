@@ -27,6 +27,9 @@ namespace upguard {
 
 struct SpreadOp {
   size_t index = 0;  // in run A's step
+  // The op the diff's report names for this op's difference: an op enclosing it, when the
+  // cause reached it through that op (StepPair::Settle), else itself (also when it is equal).
+  size_t named = 0;
   std::string op, module, phase;
   uint32_t depth = 0;
   bool paired = true;      // false: only run A ran it here
@@ -38,9 +41,10 @@ struct SpreadOp {
 
 struct SpreadStep {
   uint32_t step = 0;
-  bool identical = false;                 // equal step digests (skipped by the diff)
-  std::optional<size_t> first_differing;  // run A's index of the first op that differs
-  size_t ops = 0;                         // in run A
+  bool identical = false;  // equal step digests (skipped by the diff)
+  // Run A's index of the first op that differs, as the diff's report names it (SpreadOp::named).
+  std::optional<size_t> first_differing;
+  size_t ops = 0;  // in run A
   // The loss of each run: a fingerprint step's upguard::loss, else the last scalar a forward op
   // of the step output (the loss in a usual training step); absent without one.
   std::optional<double> loss_a, loss_b;

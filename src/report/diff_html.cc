@@ -100,8 +100,9 @@ std::string VerdictCard(const json& model, const json& rank) {
   } else if (verdict == "identical") {
     out += "the runs are identical in every step compared";
   } else if (verdict == "unverified") {
-    out += "no compared op differs, but some tensors were not read: the runs are not known to "
-           "be identical";
+    out +=
+        "no compared op differs, but some tensors were not read: the runs are not known to "
+        "be identical";
   }
   out += "\n<dl class=\"facts\">";
   if (d.is_object()) {
@@ -161,8 +162,10 @@ std::string SpreadPlot(const json& spread) {
       y = op.value("measured", false) ? std::max(kFloor * 10, op.value("relative", 0.0)) : top;
     }
     if (index == divergent) cls += " culprit", color = kBad;
+    const size_t named = op.value("named", index);
     const std::string title =
         "#" + std::to_string(index) + " " + Str(op, "op") + " " + Str(op, "module") +
+        (named != index ? ", inside #" + std::to_string(named) : "") +
         (differs ? " (rel. difference " + Number(op.value("relative", 0.0), 3) + ")" : "");
     plot.Point(double(index), y, cls, color, index == divergent ? 4.5 : 1.8, title);
   }
@@ -313,7 +316,8 @@ std::string ModuleTree(const json& spread) {
       ++node->ops;
       if (op.value("differs", false) || !op.value("paired", true)) {
         ++node->differing;
-        if (!node->first) node->first = op.value("index", size_t{0});
+        // Numbered as the verdict card and the step table number it (spread.h, named).
+        if (!node->first) node->first = op.value("named", op.value("index", size_t{0}));
         node->largest = std::max(node->largest, op.value("relative", 0.0));
       }
       if (dot == std::string::npos) break;

@@ -21,6 +21,7 @@ nlohmann::json SpreadToJson(const RankSpread& spread) {
   nlohmann::json ops = nlohmann::json::array();
   for (const SpreadOp& op : spread.ops) {
     ops.push_back({{"index", op.index},
+                   {"named", op.named},
                    {"op", op.op},
                    {"module", op.module},
                    {"phase", op.phase},
