@@ -317,8 +317,10 @@ def main():
         check("record --continue without --against", ["record", "-o", "r", "--continue", "--",
                                                      "true"], tmp, must_say=("--against",))
         # good's meta names a program that is not here: the re-run fails with what to do.
-        check("explain a run that cannot be re-run", ["diff", "good", "changed", "--explain"],
-              tmp, must_say=("did not reach step", "meta.json"))
+        # Crafted here, without who/where: re-run only with consent (--trust-run).
+        check("explain a run that cannot be re-run",
+              ["diff", "good", "changed", "--explain", "--trust-run", "good", "--trust-run",
+               "changed"], tmp, must_say=("did not reach step", "meta.json"))
 
         # Cut the trace at every byte and flip every 7th byte (a STRIDE-th of those): never a crash.
         os.makedirs(os.path.join(tmp, "cut"))

@@ -206,16 +206,19 @@ def main():
         os.makedirs(run)
         old_run(run, old_trace)
         write(os.path.join(run, "online.json"), json.dumps({"kind": "culprit", "step": 0}))
+        # The reference is crafted here, without who/where: compared with consent (--trust-run).
         rc, text = upguard(["record", "-o", "online_old", "--overwrite", "--against",
-                            "reference", "--"] + recorder(new_trace), tmp)
+                            "reference", "--trust-run", "reference", "--"] + recorder(new_trace),
+                           tmp)
         expect("--against: no divergence", rc == 0 and "no divergence from reference" in text,
                text)
-        rc, text = upguard(["record", "-o", "online_none", "--against", "reference", "--",
-                            "/bin/false"], tmp)
+        rc, text = upguard(["record", "-o", "online_none", "--against", "reference",
+                            "--trust-run", "reference", "--", "/bin/false"], tmp)
         expect("--against, nothing recorded: the command's exit code", rc == 1, text)
         # The recorder writes online.json itself: a wrongly typed field there is upguard's own
         # bug, reported as an internal error (exit 2), never an abort.
-        rc, text = upguard(["record", "-o", "online_bad", "--against", "reference", "--"] +
+        rc, text = upguard(["record", "-o", "online_bad", "--against", "reference",
+                            "--trust-run", "reference", "--"] +
                            recorder(new_trace, online={"kind": "culprit", "step": "two"}), tmp)
         expect("internal error: exit code 2", rc == 2, f"{rc}: {text}")
         expect("internal error: said so", "upguard record: internal error:" in text and
@@ -231,7 +234,9 @@ def main():
         os.makedirs(changed)
         write_trace(os.path.join(changed, "rank0.ugt"), TRACE.replace("digest=@z", "digest=@z2"))
         for attempt in (1, 2):
-            rc, text = upguard(["diff", "explained", "changed", "--explain"], tmp)
+            # Crafted here, with no who/where: re-run only with consent (docs/cli.md).
+            rc, text = upguard(["diff", "explained", "changed", "--explain", "--trust-run",
+                                "explained", "--trust-run", "changed"], tmp)
             expect(f"explain re-run {attempt}: reaches the re-run",
                    rc == 2 and "did not reach step 0 #1" in text and
                    "already holds a run" not in text, text)
