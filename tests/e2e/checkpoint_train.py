@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import threading
 
 import torch
 from torch import nn
@@ -26,6 +27,8 @@ def main() -> None:
     parser.add_argument("--marker", required=True)
     parser.add_argument("--max-bytes")
     parser.add_argument("--resume-every", type=int, default=0)
+    parser.add_argument("--unsavable", action="store_true",
+                        help="hand resume_point an object a snapshot cannot hold (a lock)")
     parser.add_argument("--steps", type=int, default=60)
     args = parser.parse_args()
 
@@ -45,8 +48,10 @@ def main() -> None:
             if args.resume_every:
                 import upguard
 
-                upguard.resume_point(step, {"model": model, "optimizer": optimizer},
-                                     every=args.resume_every)
+                state = {"model": model, "optimizer": optimizer}
+                if args.unsavable:
+                    state["lock"] = threading.Lock()
+                upguard.resume_point(step, state, every=args.resume_every)
             optimizer.zero_grad()
             nn.functional.mse_loss(model(data), target).backward()
             optimizer.step()

@@ -154,10 +154,11 @@ def test_max_bytes_rejects_what_is_not_a_size(tmp_path: Path) -> None:
 
 def test_a_resume_snapshot_that_cannot_be_saved_warns_once(tmp_path: Path,
                                                            plain_weights: str) -> None:
+    # State a snapshot cannot hold (a lock): the save fails at step 2. (Snapshots go into the
+    # recording's own staging directory, so a file in RUN no longer blocks them.)
     run = tmp_path / "run"
-    run.mkdir()
-    (run / "resume").write_text("a file where the snapshots' directory would be\n")
-    result = train(tmp_path, "--run", str(run), "--resume-every", "2", "--steps", "60")
+    result = train(tmp_path, "--run", str(run), "--resume-every", "2", "--steps", "60",
+                   "--unsavable")
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "checkpoint").exists()
     assert "Traceback" not in result.stderr, result.stderr
