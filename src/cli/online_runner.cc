@@ -10,6 +10,8 @@
 #include "cli/explain_runner.h"
 #include "report/explain_report.h"
 #include "report/format_util.h"
+#include "run/run_loader.h"
+#include "trace/unread_tally.h"
 
 namespace upguard {
 
@@ -50,6 +52,23 @@ StatusOr<int> ReportRanks(const RecordRequest& request, const std::string& path)
   return origin;
 }
 
+// The ops of the run just recorded whose tensors were not read (their StepEnd tallies): the
+// online comparison could not compare them either. 0 when the run cannot be read.
+uint64_t HiddenOpsIn(const std::string& run_dir) {
+  LoadOptions load;
+  load.index_on_demand = true;
+  StatusOr<Run> run = LoadRun(run_dir, load);
+  if (!run.ok()) return 0;
+  UnreadTally tally;
+  for (const RankTrace& rank : run->ranks) {
+    if (!rank.IndexAll().ok()) continue;
+    for (const StepInfo& step : rank.steps()) {
+      if (step.end) tally.Merge(step.end->unread);
+    }
+  }
+  return HiddenTotal(tally.counts()).ops;
+}
+
 }  // namespace
 
 StatusOr<int> ReportOnline(const RecordRequest& request, const RecordOutcome& outcome,
@@ -66,6 +85,11 @@ StatusOr<int> ReportOnline(const RecordRequest& request, const RecordOutcome& ou
   if (!std::filesystem::exists(online_path)) {
     std::printf("upguard record: no divergence from %s in the recorded steps (%.1f s)\n",
                 request.against.c_str(), wall_seconds);
+    if (const uint64_t hidden = HiddenOpsIn(request.run_dir); hidden > 0) {
+      std::printf("  but %s op(s) had tensors upguard did not read (said above): those were not "
+                  "compared, so the runs are not known to match (upguard diff says unverified)\n",
+                  GroupedThousands(hidden).c_str());
+    }
     return outcome.exit_code;
   }
   ASSIGN_OR_RETURN(std::string text, ReadFileToString(online_path));

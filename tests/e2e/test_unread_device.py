@@ -28,10 +28,10 @@ DEVICE = "standin:0" if TORCH2 else "privateuseone:0"
 UNVERIFIED_EXIT = 3
 
 
-def record_mlp(run_dir: Path, *args: str) -> str:
+def record_mlp(run_dir: Path, *args: str, cli_args: Tuple[str, ...] = ()) -> str:
     """`upguard record` of the MLP; what it printed."""
-    result = upguard("record", "-o", run_dir, "--", PYTHON, SCRIPT, "--device-lib", LIBRARY,
-                     *args, timeout=120)
+    result = upguard("record", "-o", run_dir, *cli_args, "--", PYTHON, SCRIPT, "--device-lib",
+                     LIBRARY, *args, timeout=120)
     assert result.returncode == 0, result.stderr
     return result.stdout + result.stderr
 
@@ -173,3 +173,13 @@ def test_the_same_model_on_the_cpu_stays_identical(tmp_path: Path) -> None:
     result = diff(tmp_path / "a", tmp_path / "b", "--json")
     assert result.returncode == 0, result.stdout
     assert json.loads(result.stdout)["verdict"] == "identical"
+
+
+def test_online_comparison_says_what_it_could_not_compare(device_runs, tmp_path: Path) -> None:
+    """`record --against`: no divergence is found, and it says that was not a comparison of the
+    device's tensors (before: only "no divergence from REF")."""
+    root, _ = device_runs
+    printed = record_mlp(tmp_path / "online", "--nudge", cli_args=("--against", str(root / "a")))
+    assert "no divergence from" in printed, printed
+    assert "op(s) had tensors upguard did not read" in printed, printed
+    assert "not known to match" in printed, printed
