@@ -30,6 +30,20 @@ std::string RoleNote(const GlobalOrder& order, const RankOrder& rank) {
   }
 }
 
+// A propagated divergence no setup check explained, from an input no op of both runs made,
+// after the runs parted structurally: structural (StructureComesFirst). The result's verdict
+// follows the first rank that diverged, as the setup checks' do.
+void ApplyStructureFirst(DiffResult* result) {
+  bool first = true;
+  for (RankDiff& rank : result->ranks) {
+    if (StructureComesFirst(rank)) {
+      rank.verdict = Verdict::kStructural;
+      if (first && result->verdict == Verdict::kPropagated) result->verdict = rank.verdict;
+    }
+    first = first && !Diverged(rank.verdict);
+  }
+}
+
 // Several ranks: their first divergences ordered through the collectives; the run's verdict
 // is the first rank's of that order.
 Status OrderAcrossRanks(const Run& a, const Run& b, Conclusion* conclusion) {
@@ -54,6 +68,7 @@ StatusOr<Conclusion> ConcludeDiff(const Run& a, const Run& b, const ConcludeOpti
   ASSIGN_OR_RETURN(conclusion.result, DiffRuns(a, b, diff));
   ApplySetupChecks(a, b, &conclusion.result);
   RETURN_IF_ERROR(ApplyFingerprintCheck(a, b, &conclusion.result));
+  ApplyStructureFirst(&conclusion.result);
   RETURN_IF_ERROR(OrderAcrossRanks(a, b, &conclusion));
   RETURN_IF_ERROR(ExplainConclusion(a, b, options, &conclusion));
   return conclusion;

@@ -61,7 +61,10 @@ StatusOr<Producer> FindProducer(const RankTrace& trace, const OpLocation& before
           return producer;
         }
       }
-      if (!producer.view_maker && step->step == before.step && MakesViewLike(op, wanted)) {
+      // aten::lift_fresh and its kin take a tensor in from Python (torch.tensor, from_numpy):
+      // what they return entered from outside, it is no view of a result.
+      if (!producer.view_maker && step->step == before.step && MakesViewLike(op, wanted) &&
+          trace.Str(op.op).rfind("aten::lift", 0) != 0) {
         producer.view_maker = OpLocation{step->step, op_idx, &op};
         view_step = step;
       }
@@ -268,13 +271,8 @@ Verdict RankVerdict(const RankDiff& diff) {
     if (n.verdict == Verdict::kCulprit && n.unread_inputs > 0 && !diff.structural) {
       return Verdict::kUnverified;
     }
-    // The differing input came from an op only one run ran, or from no op that both ran while
-    // the runs had already parted structurally: the structure is the first event.
-    const bool untraced = !n.producer_a.found || !n.producer_b.found;
     const bool caused_by_structure =
-        n.verdict == Verdict::kPropagated &&
-        (n.producer_a.unpaired || n.producer_b.unpaired ||
-         (untraced && diff.structural && NoLater(*diff.structural, n)));
+        n.verdict == Verdict::kPropagated && (n.producer_a.unpaired || n.producer_b.unpaired);
     const bool after_compiled =
         diff.structural && diff.structural->compiled_only != 0 && NoLater(*diff.structural, n);
     if ((!caused_by_structure && !after_compiled) || !diff.structural) return n.verdict;
@@ -327,6 +325,13 @@ void CutToCommonPrefix(const RankTrace& ta, bool a_last, std::shared_ptr<const S
 }
 
 }  // namespace
+
+bool StructureComesFirst(const RankDiff& diff) {
+  if (diff.verdict != Verdict::kPropagated || !diff.numeric || !diff.structural) return false;
+  const NumericDivergence& n = *diff.numeric;
+  const bool untraced = !n.producer_a.found || !n.producer_b.found;
+  return untraced && NoLater(*diff.structural, n);
+}
 
 bool StepsIdentical(const StepInfo& sa, const StepInfo& sb) {
   return sa.end && sb.end && sa.end->op_count == sb.end->op_count &&

@@ -312,6 +312,12 @@ struct DiffResult {
 // allow_damaged.
 StatusOr<DiffResult> DiffRuns(const Run& a, const Run& b, const DiffOptions& options);
 
+// A propagated divergence whose differing input no op of both runs produced, where the runs
+// had parted structurally before it: the structure is the first event, and the verdict
+// structural, once no setup check (rng, data, state) has explained the input
+// (analysis/conclude.cc applies it after them).
+bool StructureComesFirst(const RankDiff& diff);
+
 // Two steps are identical, and skipped, when their StepEnd op counts and digests agree.
 bool StepsIdentical(const StepInfo& sa, const StepInfo& sb);
 
